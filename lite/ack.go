@@ -1,0 +1,116 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// maxErrorBytes caps one attempt's recorded error, so that a handler
+// printing megabytes cannot bloat its row.
+const maxErrorBytes = 4 << 10
+
+// DefaultBackoff waits 1s after the first failed attempt, doubling each
+// time up to one hour, and picks a random point in the upper half of that
+// so that jobs failing together do not retry together.
+func DefaultBackoff(attempt int) time.Duration {
+	d := time.Hour
+	if attempt < 13 { // 2^12 s > 1 h
+		d = min(time.Second<<max(attempt-1, 0), time.Hour)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// checkOwned turns an owner write's outcome into ErrLeaseLost when its
+// guard matched no row.
+func checkOwned(res sql.Result, err error, l Lease) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return leaseLost(l)
+	}
+	return nil
+}
+
+const ackDoneSQL = `update lite_jobs
+set state = 'done', result = ?, finished_at = ?
+where id = ? and generation = ? and state = 'running'`
+
+// AckDone marks the leased job done with result. If the lease is no longer
+// current it returns ErrLeaseLost and changes nothing: a stale result
+// never becomes the job's result.
+func (q *Queue) AckDone(ctx context.Context, l Lease, result []byte) error {
+	if len(result) > q.opts.MaxPayloadBytes {
+		return fmt.Errorf("ack done job %d: result of %d bytes: %w (limit %d)",
+			l.JobID, len(result), ErrTooLarge, q.opts.MaxPayloadBytes)
+	}
+	if err := q.ackDone(ctx, q.writer(), l, result); err != nil {
+		return fmt.Errorf("ack done: %w", err)
+	}
+	return nil
+}
+
+func (q *Queue) ackDone(ctx context.Context, c conn, l Lease, result []byte) error {
+	res, err := c.ExecContext(ctx, ackDoneSQL, result, q.nowMillis(), l.JobID, l.Generation)
+	return checkOwned(res, err, l)
+}
+
+// Complete runs fn in the transaction that marks the leased job done, so
+// that fn's writes to the same file commit if and only if the lease is
+// still current. The guard runs first: with a lost lease fn is not called,
+// and Complete returns ErrLeaseLost. If fn fails, nothing commits and the
+// job stays running under the lease.
+func (q *Queue) Complete(ctx context.Context, l Lease, fn func(tx *sql.Tx) error) error {
+	if _, err := q.stmts.prepare(ctx, ackDoneSQL); err != nil {
+		return fmt.Errorf("complete: %w", err)
+	}
+	err := q.withTx(ctx, func(tx txConn) error {
+		if err := q.ackDone(ctx, tx, l, nil); err != nil {
+			return err
+		}
+		return fn(tx.tx)
+	})
+	if err != nil {
+		return fmt.Errorf("complete: %w", err)
+	}
+	return nil
+}
+
+// ackFailedSQL records the attempt's error and either schedules a retry or,
+// with attempts spent or a permanent error, buries the job.
+const ackFailedSQL = `update lite_jobs
+set state = case when ?1 or attempts >= max_attempts then 'dead' else 'available' end,
+    run_at = case when ?1 or attempts >= max_attempts then run_at else ?2 end,
+    finished_at = case when ?1 or attempts >= max_attempts then ?3 end,
+    errors = json_insert(errors, '$[#]', json_object(
+        'attempt', attempts, 'generation', generation, 'at', ?3, 'error', ?4))
+where id = ?5 and generation = ?6 and state = 'running'`
+
+// AckFailed records cause as the attempt's error. The job goes back to
+// available after Options.Backoff, or to dead if its attempts are spent or
+// cause is marked Permanent. With a lost lease it returns ErrLeaseLost and
+// changes nothing.
+func (q *Queue) AckFailed(ctx context.Context, l Lease, cause error) error {
+	msg := "failed"
+	if cause != nil {
+		msg = cause.Error()
+	}
+	if len(msg) > maxErrorBytes {
+		msg = msg[:maxErrorBytes] + "…"
+	}
+	now := q.opts.Now()
+	retryAt := now.Add(q.opts.Backoff(l.Attempt)).UnixMilli()
+	res, err := q.writer().ExecContext(ctx, ackFailedSQL,
+		IsPermanent(cause), retryAt, now.UnixMilli(), msg, l.JobID, l.Generation)
+	if err := checkOwned(res, err, l); err != nil {
+		return fmt.Errorf("ack failed: %w", err)
+	}
+	return nil
+}

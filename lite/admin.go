@@ -1,0 +1,112 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// explain turns a guarded admin write that matched no row into ErrNotFound
+// or ErrInvalidState, by reading what the job is now.
+func (q *Queue) explain(ctx context.Context, id int64, err error, want ...State) error {
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	var state State
+	err = q.r.QueryRowContext(ctx, `select state from lite_jobs where id = ?`, id).Scan(&state)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return ErrNotFound
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("%w: it is %s, not %s", ErrInvalidState, state, joinStates(want))
+}
+
+func joinStates(states []State) string {
+	s := ""
+	for i, st := range states {
+		switch {
+		case i == 0:
+		case i == len(states)-1:
+			s += " or "
+		default:
+			s += ", "
+		}
+		s += string(st)
+	}
+	return s
+}
+
+// cancelSQL ends an available or running job. A running job changes owner
+// (to nobody), so its generation is bumped and its worker's ack is a no-op.
+const cancelSQL = `update lite_jobs
+set state = 'cancelled', finished_at = ?,
+    generation = generation + (state = 'running')
+where id = ? and state in ('available', 'running')
+returning generation`
+
+// Cancel stops a job: an available job never runs, and a running one's
+// lease is voided (its generation bumped), so its worker's ack changes
+// nothing and its next heartbeat tells it to stop. A finished job gives
+// ErrInvalidState.
+func (q *Queue) Cancel(ctx context.Context, id int64) error {
+	var gen int64
+	err := q.writer().QueryRowContext(ctx, cancelSQL, q.nowMillis(), id).Scan(&gen)
+	if err != nil {
+		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateAvailable, StateRunning))
+	}
+	return nil
+}
+
+// retrySQL gives a dead or cancelled job one more attempt if it had spent
+// them all; the next lease bumps the generation as every lease does.
+const retrySQL = `update lite_jobs
+set state = 'available', run_at = ?, finished_at = null,
+    max_attempts = max(max_attempts, attempts + 1)
+where id = ? and state in ('dead', 'cancelled')
+returning id`
+
+// Retry makes a dead or cancelled job available now. A job in another
+// state gives ErrInvalidState.
+func (q *Queue) Retry(ctx context.Context, id int64) error {
+	err := q.writer().QueryRowContext(ctx, retrySQL, q.nowMillis(), id).Scan(&id)
+	if err != nil {
+		return fmt.Errorf("retry job %d: %w", id, q.explain(ctx, id, err, StateDead, StateCancelled))
+	}
+	return nil
+}
+
+// purgeSQL repeats the finished states literally so that SQLite can use
+// the partial index on finished jobs.
+const purgeSQL = `delete from lite_jobs
+where state in ('done', 'dead', 'cancelled')
+  and state in (select value from json_each(?)) and finished_at < ?`
+
+// Purge deletes jobs in the given finished states (done, dead, cancelled;
+// empty means all three) that finished before before, and returns how many
+// it deleted. Ids are never reused, so a purged job's stale lease can
+// never match a new one.
+func (q *Queue) Purge(ctx context.Context, before time.Time, states ...State) (int64, error) {
+	if len(states) == 0 {
+		states = []State{StateDone, StateDead, StateCancelled}
+	}
+	list := make([]string, len(states))
+	for i, s := range states {
+		if !s.finished() {
+			return 0, fmt.Errorf("purge: %q is not a finished state (done, dead, cancelled)", s)
+		}
+		list[i] = string(s)
+	}
+	res, err := q.writer().ExecContext(ctx, purgeSQL, jsonList(list), before.UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("purge: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("purge: %w", err)
+	}
+	return n, nil
+}

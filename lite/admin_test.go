@@ -1,0 +1,169 @@
+package lite_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+func TestUnknownJobID(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, nil)
+	ctx := t.Context()
+	_, err := q.Get(ctx, 42)
+	is.True(errors.Is(err, lite.ErrNotFound))
+	is.Equal(err.Error(), "get job 42: job not found")
+	is.True(errors.Is(q.Cancel(ctx, 42), lite.ErrNotFound))
+	is.True(errors.Is(q.Retry(ctx, 42), lite.ErrNotFound))
+	_, err = q.ReleaseUnowned(ctx, 42)
+	is.True(errors.Is(err, lite.ErrNotFound))
+	is.True(errors.Is(q.AckDone(ctx, lite.Lease{JobID: 42, Generation: 1}, nil), lite.ErrLeaseLost))
+	is.Equal(countJobs(t, q), 0)
+}
+
+func TestCancel(t *testing.T) {
+	t.Run("a cancelled available job never runs", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		is.NoErr(q.Cancel(t.Context(), id))
+		jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"q"}})
+		is.NoErr(err)
+		is.Equal(len(jobs), 0)
+		j := mustGet(t, q, id)
+		is.Equal(j.State, lite.StateCancelled)
+		is.Equal(j.Generation, int64(0)) // nobody owned it
+	})
+
+	t.Run("cancelling a running job voids its lease", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		ctx := t.Context()
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		a := mustLeaseOne(t, q, "q")
+		is.NoErr(q.Cancel(ctx, id))
+		errs, err := q.Renew(ctx, []lite.Lease{a.Lease()})
+		is.NoErr(err)
+		is.True(errors.Is(errs[0], lite.ErrLeaseLost)) // the worker learns to stop
+		is.True(errors.Is(q.AckDone(ctx, a.Lease(), []byte("late")), lite.ErrLeaseLost))
+		j := mustGet(t, q, id)
+		is.Equal(j.State, lite.StateCancelled)
+		is.Equal(j.Generation, a.Generation+1)
+		is.Equal(len(j.Result), 0)
+	})
+
+	t.Run("cancelling a finished job is refused", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		a := mustLeaseOne(t, q, "q")
+		is.NoErr(q.AckDone(t.Context(), a.Lease(), nil))
+		err := q.Cancel(t.Context(), id)
+		is.True(errors.Is(err, lite.ErrInvalidState))
+		is.Equal(err.Error(), "cancel job 1: invalid job state: it is done, not available or running")
+		is.Equal(mustGet(t, q, id).State, lite.StateDone)
+	})
+}
+
+func TestRetry(t *testing.T) {
+	t.Run("a dead job gets one more attempt", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := mustOpen(t, clock)
+		ctx := t.Context()
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 1})
+		a := mustLeaseOne(t, q, "q")
+		is.NoErr(q.AckFailed(ctx, a.Lease(), errors.New("no")))
+		is.Equal(mustGet(t, q, id).State, lite.StateDead)
+
+		clock.Advance(time.Hour)
+		is.NoErr(q.Retry(ctx, id))
+		j := mustGet(t, q, id)
+		is.Equal(j.State, lite.StateAvailable)
+		is.Equal(j.MaxAttempts, 2)
+		is.Equal(j.RunAt, clock.Now().Local())
+		is.True(j.FinishedAt.IsZero())
+		b := mustLeaseOne(t, q, "q")
+		is.Equal(b.Attempts, 2)
+		is.True(b.Generation > a.Generation)
+	})
+
+	t.Run("a cancelled job can be retried, a running one cannot", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		ctx := t.Context()
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		is.NoErr(q.Cancel(ctx, id))
+		is.NoErr(q.Retry(ctx, id))
+		mustLeaseOne(t, q, "q")
+		is.True(errors.Is(q.Retry(ctx, id), lite.ErrInvalidState))
+		is.Equal(mustGet(t, q, id).State, lite.StateRunning)
+	})
+}
+
+func TestPurge(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock()
+	q, _ := mustOpen(t, clock)
+	ctx := t.Context()
+	done := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	is.NoErr(q.AckDone(ctx, mustLeaseOne(t, q, "q").Lease(), nil))
+	dead := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 1})
+	is.NoErr(q.AckFailed(ctx, mustLeaseOne(t, q, "q").Lease(), errors.New("x")))
+	clock.Advance(time.Hour)
+	recent := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	is.NoErr(q.AckDone(ctx, mustLeaseOne(t, q, "q").Lease(), nil))
+	waiting := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+
+	_, err := q.Purge(ctx, clock.Now(), lite.StateAvailable)
+	is.True(err != nil) // only finished jobs can be purged
+	n, err := q.Purge(ctx, clock.Now(), lite.StateDone)
+	is.NoErr(err)
+	is.Equal(n, int64(1))
+	_, err = q.Get(ctx, done)
+	is.True(errors.Is(err, lite.ErrNotFound))
+	is.Equal(mustGet(t, q, dead).State, lite.StateDead)   // another state
+	is.Equal(mustGet(t, q, recent).State, lite.StateDone) // too recent
+	is.Equal(mustGet(t, q, waiting).State, lite.StateAvailable)
+}
+
+func TestListAndStats(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock()
+	q, _ := mustOpen(t, clock)
+	ctx := t.Context()
+	for range 5 {
+		mustEnqueue(t, q, lite.NewJob{Queue: "mail", Kind: "send"})
+	}
+	mustEnqueue(t, q, lite.NewJob{Queue: "img", Kind: "resize"})
+	mustEnqueue(t, q, lite.NewJob{Queue: "img", Kind: "resize", Delay: time.Hour})
+	a := mustLeaseOne(t, q, "mail")
+	is.NoErr(q.AckDone(ctx, a.Lease(), nil))
+	mustLeaseOne(t, q, "mail")
+	clock.Advance(90 * time.Second)
+
+	page, err := q.List(ctx, lite.ListFilter{Queue: "mail", State: lite.StateAvailable, Limit: 2})
+	is.NoErr(err)
+	is.Equal(len(page), 2)
+	next, err := q.List(ctx, lite.ListFilter{Queue: "mail", State: lite.StateAvailable, Limit: 2, AfterID: page[1].ID})
+	is.NoErr(err)
+	is.Equal(len(next), 1)
+	is.True(next[0].ID > page[1].ID)
+	byKind, err := q.List(ctx, lite.ListFilter{Kind: "resize"})
+	is.NoErr(err)
+	is.Equal(len(byKind), 2)
+	_, err = q.List(ctx, lite.ListFilter{State: "bogus"})
+	is.True(err != nil)
+
+	stats, err := q.Stats(ctx)
+	is.NoErr(err)
+	is.Equal(len(stats), 2)
+	is.Equal(stats[0].Queue, "img")
+	is.Equal(stats[0].Counts, map[lite.State]int64{lite.StateAvailable: 2})
+	is.Equal(stats[0].OldestReady, 90*time.Second) // the delayed one is not ready
+	is.Equal(stats[1].Queue, "mail")
+	is.Equal(stats[1].Counts, map[lite.State]int64{lite.StateAvailable: 3, lite.StateRunning: 1, lite.StateDone: 1})
+}

@@ -1,0 +1,195 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// NewJob describes a job to enqueue. The zero value of each field is its
+// default.
+type NewJob struct {
+	// Queue groups jobs that workers lease together. Default "default".
+	Queue string
+	// Kind picks the handler. Default "default".
+	Kind string
+	// Payload is the handler's input, up to Options.MaxPayloadBytes.
+	Payload []byte
+	// Priority orders available jobs in a queue: higher runs first.
+	Priority int
+	// RunAt is the earliest time the job may run. Default now.
+	RunAt time.Time
+	// Delay runs the job this long from now. Set RunAt or Delay, not both.
+	Delay time.Duration
+	// MaxAttempts is how many leases the job gets before it is dead.
+	// Default DefaultMaxAttempts.
+	MaxAttempts int
+	// UniqueKey, if set, admits one unfinished (available or running) job
+	// with this key in the queue. Enqueueing another returns ErrDuplicate
+	// and the id of the job already there.
+	UniqueKey string
+}
+
+// Defaults for NewJob.
+const (
+	DefaultQueue       = "default"
+	DefaultKind        = "default"
+	DefaultMaxAttempts = 10
+)
+
+// jobRow is a validated NewJob, ready to bind.
+type jobRow struct {
+	queue, kind string
+	payload     []byte
+	priority    int
+	runAt       int64
+	maxAttempts int
+	uniqueKey   sql.NullString
+}
+
+func (q *Queue) validate(j NewJob) (jobRow, error) {
+	now := q.opts.Now()
+	r := jobRow{queue: j.Queue, kind: j.Kind, payload: j.Payload, priority: j.Priority,
+		maxAttempts: j.MaxAttempts, uniqueKey: sql.NullString{String: j.UniqueKey, Valid: j.UniqueKey != ""}}
+	if r.queue == "" {
+		r.queue = DefaultQueue
+	}
+	if r.kind == "" {
+		r.kind = DefaultKind
+	}
+	if r.payload == nil {
+		r.payload = []byte{}
+	}
+	if len(r.payload) > q.opts.MaxPayloadBytes {
+		return r, fmt.Errorf("payload of %d bytes: %w (limit %d)", len(r.payload), ErrTooLarge, q.opts.MaxPayloadBytes)
+	}
+	switch {
+	case j.Delay < 0:
+		return r, fmt.Errorf("negative delay %s", j.Delay)
+	case j.Delay > 0 && !j.RunAt.IsZero():
+		return r, errors.New("both RunAt and Delay set")
+	case j.Delay > 0:
+		r.runAt = now.Add(j.Delay).UnixMilli()
+	case !j.RunAt.IsZero():
+		r.runAt = j.RunAt.UnixMilli()
+	default:
+		r.runAt = now.UnixMilli()
+	}
+	switch {
+	case r.maxAttempts < 0:
+		return r, fmt.Errorf("negative max attempts %d", r.maxAttempts)
+	case r.maxAttempts == 0:
+		r.maxAttempts = DefaultMaxAttempts
+	}
+	return r, nil
+}
+
+// The conflict target names the partial unique index, so a duplicate key
+// inserts nothing and returns no row instead of failing the transaction.
+const insertJobSQL = `insert into lite_jobs
+    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at)
+values (?, ?, ?, ?, ?, ?, ?, ?)
+on conflict (queue, unique_key) where unique_key is not null and state in ('available', 'running')
+do nothing
+returning id`
+
+const uniqueHolderSQL = `select id from lite_jobs
+where queue = ? and unique_key = ? and state in ('available', 'running')`
+
+// insert adds one validated job. On a duplicate unique key it returns the
+// id of the job holding the key, and ErrDuplicate.
+func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (int64, error) {
+	// Outside a transaction the holder can finish between the insert and
+	// the look-up; the key is then free, so try again.
+	for range 3 {
+		var id int64
+		err := c.QueryRowContext(ctx, insertJobSQL, r.queue, r.kind, r.payload, r.priority, r.runAt,
+			r.maxAttempts, r.uniqueKey, q.nowMillis()).Scan(&id)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return id, err
+		}
+		err = c.QueryRowContext(ctx, uniqueHolderSQL, r.queue, r.uniqueKey).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return id, fmt.Errorf("key %q held by job %d: %w", r.uniqueKey.String, id, ErrDuplicate)
+	}
+	return 0, fmt.Errorf("key %q: its holder keeps changing; try again", r.uniqueKey.String)
+}
+
+// Enqueue adds a job and returns its id. With a unique key already held by
+// an unfinished job in the queue it returns that job's id and ErrDuplicate.
+func (q *Queue) Enqueue(ctx context.Context, j NewJob) (int64, error) {
+	r, err := q.validate(j)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s: %w", r.queue, err)
+	}
+	id, err := q.insert(ctx, q.writer(), r)
+	if err != nil {
+		return id, fmt.Errorf("enqueue %s: %w", r.queue, err)
+	}
+	return id, nil
+}
+
+// EnqueueTx adds a job inside the caller's transaction on the same file:
+// the job exists if and only if the transaction commits.
+func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, error) {
+	r, err := q.validate(j)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s: %w", r.queue, err)
+	}
+	id, err := q.insert(ctx, tx, r)
+	if err != nil {
+		return id, fmt.Errorf("enqueue %s: %w", r.queue, err)
+	}
+	return id, nil
+}
+
+// Enqueued is the outcome of one job of EnqueueBatch.
+type Enqueued struct {
+	ID int64
+	// Duplicate is true when the job was not added because an unfinished
+	// job held its unique key; ID is then that job's id.
+	Duplicate bool
+}
+
+// EnqueueBatch adds many jobs in one transaction: all of them or, on an
+// error, none. A job whose unique key is held is skipped, not an error.
+func (q *Queue) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, error) {
+	rows := make([]jobRow, len(jobs))
+	for i, j := range jobs {
+		r, err := q.validate(j)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue batch: job %d: %w", i, err)
+		}
+		rows[i] = r
+	}
+	// Prepare outside the transaction: the writer has one connection.
+	if _, err := q.stmts.prepare(ctx, insertJobSQL); err != nil {
+		return nil, fmt.Errorf("enqueue batch: %w", err)
+	}
+	out := make([]Enqueued, len(rows))
+	err := q.withTx(ctx, func(tx txConn) error {
+		for i, r := range rows {
+			id, err := q.insert(ctx, tx, r)
+			if errors.Is(err, ErrDuplicate) {
+				out[i] = Enqueued{ID: id, Duplicate: true}
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("job %d: %w", i, err)
+			}
+			out[i] = Enqueued{ID: id}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue batch: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,288 @@
+package lite_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+func countJobs(t *testing.T, q *lite.Queue) int {
+	t.Helper()
+	var n int
+	if err := q.DB().QueryRowContext(t.Context(), `select count(*) from lite_jobs`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestEnqueue(t *testing.T) {
+	t.Run("a job is stored with its fields and defaults", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := mustOpen(t, clock)
+		id := mustEnqueue(t, q, lite.NewJob{Payload: []byte("hello")})
+		j := mustGet(t, q, id)
+		is.Equal(j.Queue, lite.DefaultQueue)
+		is.Equal(j.Kind, lite.DefaultKind)
+		is.Equal(string(j.Payload), "hello")
+		is.Equal(j.State, lite.StateAvailable)
+		is.Equal(j.MaxAttempts, lite.DefaultMaxAttempts)
+		is.Equal(j.Generation, int64(0))
+		is.Equal(j.RunAt, clock.Now().Local())
+		is.Equal(j.CreatedAt, clock.Now().Local())
+	})
+
+	t.Run("an empty payload is stored as empty, not null", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		id := mustEnqueue(t, q, lite.NewJob{})
+		is.Equal(len(mustGet(t, q, id).Payload), 0)
+	})
+
+	t.Run("higher priority leases first, then earlier run_at, then lower id", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := mustOpen(t, clock)
+		low := mustEnqueue(t, q, lite.NewJob{Queue: "q", Priority: 1})
+		high := mustEnqueue(t, q, lite.NewJob{Queue: "q", Priority: 5})
+		early := mustEnqueue(t, q, lite.NewJob{Queue: "q", Priority: 1, RunAt: clock.Now().Add(-time.Minute)})
+		jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"q"}, Max: 10})
+		is.NoErr(err)
+		is.Equal([]int64{jobs[0].ID, jobs[1].ID, jobs[2].ID}, []int64{high, early, low})
+	})
+
+	t.Run("a delayed job is not leased before its time", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := mustOpen(t, clock)
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q", Delay: time.Minute})
+		jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"q"}})
+		is.NoErr(err)
+		is.Equal(len(jobs), 0)
+		clock.Advance(time.Minute)
+		is.Equal(mustLeaseOne(t, q, "q").ID, id)
+	})
+
+	t.Run("a duplicate unique key returns the holder's id and ErrDuplicate until it finishes", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		ctx := t.Context()
+		first := mustEnqueue(t, q, lite.NewJob{Queue: "q", UniqueKey: "k"})
+		id, err := q.Enqueue(ctx, lite.NewJob{Queue: "q", UniqueKey: "k"})
+		is.True(errors.Is(err, lite.ErrDuplicate))
+		is.Equal(id, first)
+		other := mustEnqueue(t, q, lite.NewJob{Queue: "other", UniqueKey: "k"}) // keys are per queue
+		is.True(other != first)
+
+		j := mustLeaseOne(t, q, "q")
+		_, err = q.Enqueue(ctx, lite.NewJob{Queue: "q", UniqueKey: "k"})
+		is.True(errors.Is(err, lite.ErrDuplicate)) // running still holds the key
+		is.NoErr(q.AckDone(ctx, j.Lease(), nil))
+		again := mustEnqueue(t, q, lite.NewJob{Queue: "q", UniqueKey: "k"})
+		is.True(again > first)
+	})
+
+	t.Run("bad input is refused and stores nothing", func(t *testing.T) {
+		clock := newFakeClock()
+		for name, j := range map[string]lite.NewJob{
+			"negative delay":         {Delay: -time.Second},
+			"both RunAt and Delay":   {Delay: time.Second, RunAt: clock.Now()},
+			"negative max attempts":  {MaxAttempts: -1},
+			"payload over the limit": {Payload: bytes.Repeat([]byte("x"), lite.DefaultMaxPayloadBytes+1)},
+		} {
+			t.Run(name, func(t *testing.T) {
+				is := is.New(t)
+				q, _ := mustOpen(t, clock)
+				_, err := q.Enqueue(t.Context(), j)
+				is.True(err != nil)
+				_, err = q.EnqueueBatch(t.Context(), []lite.NewJob{{}, j})
+				is.True(err != nil)
+				is.Equal(countJobs(t, q), 0)
+			})
+		}
+	})
+
+	t.Run("an oversized payload says so", func(t *testing.T) {
+		is := is.New(t)
+		q, err := lite.Open(t.Context(), t.TempDir()+"/small.db", lite.Options{MaxPayloadBytes: 10})
+		is.NoErr(err)
+		defer q.Close()
+		_, err = q.Enqueue(t.Context(), lite.NewJob{Payload: make([]byte, 11)})
+		is.True(errors.Is(err, lite.ErrTooLarge))
+		is.Equal(err.Error(), "enqueue default: payload of 11 bytes: too large (limit 10)")
+	})
+}
+
+func TestEnqueueTx(t *testing.T) {
+	t.Run("a job exists if and only if the caller's transaction commits", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		ctx := t.Context()
+		_, err := q.DB().ExecContext(ctx, `create table orders (id integer primary key)`)
+		is.NoErr(err)
+
+		tx, err := q.DB().BeginTx(ctx, nil)
+		is.NoErr(err)
+		_, err = tx.Exec(`insert into orders values (1)`)
+		is.NoErr(err)
+		_, err = q.EnqueueTx(ctx, tx, lite.NewJob{Queue: "mail"})
+		is.NoErr(err)
+		is.NoErr(tx.Rollback())
+		is.Equal(countJobs(t, q), 0)
+
+		tx, err = q.DB().BeginTx(ctx, nil)
+		is.NoErr(err)
+		_, err = tx.Exec(`insert into orders values (1)`)
+		is.NoErr(err)
+		id, err := q.EnqueueTx(ctx, tx, lite.NewJob{Queue: "mail"})
+		is.NoErr(err)
+		is.NoErr(tx.Commit())
+		is.Equal(mustGet(t, q, id).Queue, "mail")
+	})
+}
+
+func TestEnqueueBatch(t *testing.T) {
+	t.Run("a batch commits every job and flags duplicates", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		held := mustEnqueue(t, q, lite.NewJob{Queue: "q", UniqueKey: "k"})
+		got, err := q.EnqueueBatch(t.Context(), []lite.NewJob{
+			{Queue: "q", Payload: []byte("1")},
+			{Queue: "q", UniqueKey: "k"},
+			{Queue: "q", Payload: []byte("3")},
+		})
+		is.NoErr(err)
+		is.Equal(len(got), 3)
+		is.Equal(got[1], lite.Enqueued{ID: held, Duplicate: true})
+		is.Equal(string(mustGet(t, q, got[2].ID).Payload), "3")
+		is.Equal(countJobs(t, q), 3)
+	})
+}
+
+func TestLease(t *testing.T) {
+	t.Run("each leased job gets a fresh UUID token, the identity and one attempt", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := mustOpen(t, clock)
+		for range 50 {
+			mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		}
+		jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"q"}, Max: 50, LockedBy: "me"})
+		is.NoErr(err)
+		is.Equal(len(jobs), 50)
+		seen := map[string]bool{}
+		for _, j := range jobs {
+			u, err := uuid.Parse(j.LeaseToken)
+			is.NoErr(err)
+			is.Equal(u.Version(), uuid.Version(4))
+			is.Equal(u.Variant(), uuid.RFC4122)
+			is.True(!seen[j.LeaseToken])
+			seen[j.LeaseToken] = true
+			is.Equal(j.LockedBy, "me")
+			is.Equal(j.Attempts, 1)
+			is.Equal(j.Generation, int64(1))
+			is.Equal(j.State, lite.StateRunning)
+			is.Equal(j.LeasedAt, clock.Now().Local())
+			is.Equal(j.HeartbeatAt, clock.Now().Local())
+		}
+	})
+
+	t.Run("the default identity is host:pid:random", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		j := mustLeaseOne(t, q, "q")
+		is.Equal(len(bytes.Split([]byte(j.LockedBy), []byte(":"))), 3)
+	})
+
+	t.Run("lease filters by queue and by kind and honours Max", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		ctx := t.Context()
+		mustEnqueue(t, q, lite.NewJob{Queue: "a", Kind: "x"})
+		mustEnqueue(t, q, lite.NewJob{Queue: "a", Kind: "y"})
+		mustEnqueue(t, q, lite.NewJob{Queue: "b", Kind: "x"})
+		mustEnqueue(t, q, lite.NewJob{Queue: "b", Kind: "y"})
+
+		jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"a"}, Kinds: []string{"y"}, Max: 10})
+		is.NoErr(err)
+		is.Equal(len(jobs), 1)
+		is.Equal(jobs[0].Queue+jobs[0].Kind, "ay")
+		jobs, err = q.Lease(ctx, lite.LeaseRequest{Kinds: []string{"x"}, Max: 10})
+		is.NoErr(err)
+		is.Equal(len(jobs), 2)
+		jobs, err = q.Lease(ctx, lite.LeaseRequest{Max: 10})
+		is.NoErr(err)
+		is.Equal(len(jobs), 1) // only b/y is left
+		_, err = q.Lease(ctx, lite.LeaseRequest{Max: -1})
+		is.True(err != nil)
+	})
+}
+
+func TestAckFailed(t *testing.T) {
+	fixed := func(int) time.Duration { return time.Minute }
+
+	t.Run("a failed attempt records its error and retries after the backoff", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, err := lite.Open(t.Context(), t.TempDir()+"/q.db", lite.Options{Now: clock.Now, Backoff: fixed})
+		is.NoErr(err)
+		defer q.Close()
+		ctx := t.Context()
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 2})
+		a := mustLeaseOne(t, q, "q")
+		is.NoErr(q.AckFailed(ctx, a.Lease(), errors.New("smtp timeout")))
+		j := mustGet(t, q, id)
+		is.Equal(j.State, lite.StateAvailable)
+		is.Equal(j.RunAt, clock.Now().Add(time.Minute).Local())
+		is.Equal(len(j.Errors), 1)
+		is.Equal(j.Errors[0].Error, "smtp timeout")
+		is.Equal(j.Errors[0].Attempt, 1)
+		is.Equal(j.Errors[0].Generation, a.Generation)
+
+		clock.Advance(time.Minute)
+		b := mustLeaseOne(t, q, "q")
+		is.Equal(b.Attempts, 2)
+		is.NoErr(q.AckFailed(ctx, b.Lease(), errors.New("smtp refused")))
+		j = mustGet(t, q, id)
+		is.Equal(j.State, lite.StateDead) // attempts spent
+		is.Equal(j.FinishedAt, clock.Now().Local())
+		is.Equal(len(j.Errors), 2)
+		is.Equal(j.Errors[1].Error, "smtp refused")
+	})
+
+	t.Run("a permanent error goes straight to dead", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 5})
+		a := mustLeaseOne(t, q, "q")
+		is.NoErr(q.AckFailed(t.Context(), a.Lease(), lite.Permanent(errors.New("bad address"))))
+		j := mustGet(t, q, id)
+		is.Equal(j.State, lite.StateDead)
+		is.Equal(j.Errors[0].Error, "bad address")
+	})
+
+	t.Run("a huge error is cut to a bounded size", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		a := mustLeaseOne(t, q, "q")
+		is.NoErr(q.AckFailed(t.Context(), a.Lease(), errors.New(string(bytes.Repeat([]byte("e"), 1<<20)))))
+		is.True(len(mustGet(t, q, id).Errors[0].Error) < 5000)
+	})
+
+	t.Run("the default backoff doubles within its jitter and stops at an hour", func(t *testing.T) {
+		is := is.New(t)
+		for attempt, base := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 5: 16 * time.Second, 13: time.Hour, 1000: time.Hour} {
+			for range 100 {
+				d := lite.DefaultBackoff(attempt)
+				is.True(d >= base/2 && d <= base)
+			}
+		}
+	})
+}

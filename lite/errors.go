@@ -1,0 +1,57 @@
+package lite
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors a caller can test for with errors.Is.
+var (
+	// ErrLeaseLost means the caller's lease (job id and generation) is no
+	// longer the job's current lease: it was released, reclaimed, cancelled
+	// or already acknowledged. The write that returned it changed nothing.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrNotFound means no job has the given id.
+	ErrNotFound = errors.New("job not found")
+	// ErrDuplicate means an unfinished job with the same unique key already
+	// exists in the queue; the call that returned it also returns that
+	// job's id.
+	ErrDuplicate = errors.New("duplicate unique key")
+	// ErrInvalidState means the job exists but its state does not allow the
+	// operation (retrying a running job, cancelling a done one).
+	ErrInvalidState = errors.New("invalid job state")
+	// ErrTooLarge means a payload or result is over Options.MaxPayloadBytes.
+	ErrTooLarge = errors.New("too large")
+	// ErrNotLite means the file is not a SQLite database, or holds tables
+	// named like lite's that lite did not create. Open leaves it untouched.
+	ErrNotLite = errors.New("not a lite database")
+	// ErrSchemaTooNew means the file was migrated by a newer lite. Open
+	// leaves it untouched.
+	ErrSchemaTooNew = errors.New("schema is newer than this lite")
+)
+
+// permanentError marks a handler error that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (p permanentError) Error() string { return p.err.Error() }
+func (p permanentError) Unwrap() error { return p.err }
+
+// Permanent wraps err so that AckFailed sends the job straight to dead,
+// whatever attempts it has left.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err, or any error it wraps, was marked with
+// Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+func leaseLost(l Lease) error {
+	return fmt.Errorf("job %d generation %d: %w", l.JobID, l.Generation, ErrLeaseLost)
+}

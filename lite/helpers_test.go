@@ -1,0 +1,89 @@
+package lite_test
+
+import (
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+)
+
+// fakeClock is the only time tests see: they move it, never sleep.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// mustOpen opens a queue on a fresh file under tb.TempDir with the clock.
+func mustOpen(tb testing.TB, clock *fakeClock) (*lite.Queue, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "lite.db")
+	return mustOpenPath(tb, path, clock), path
+}
+
+func mustOpenPath(tb testing.TB, path string, clock *fakeClock) *lite.Queue {
+	tb.Helper()
+	opts := lite.Options{}
+	if clock != nil {
+		opts.Now = clock.Now
+	}
+	return mustOpenOpts(tb, path, opts)
+}
+
+func mustOpenOpts(tb testing.TB, path string, opts lite.Options) *lite.Queue {
+	tb.Helper()
+	q, err := lite.Open(tb.Context(), path, opts)
+	if err != nil {
+		tb.Fatalf("open: %v", err)
+	}
+	tb.Cleanup(func() { q.Close() })
+	return q
+}
+
+func mustEnqueue(tb testing.TB, q *lite.Queue, j lite.NewJob) int64 {
+	tb.Helper()
+	id, err := q.Enqueue(tb.Context(), j)
+	if err != nil {
+		tb.Fatalf("enqueue: %v", err)
+	}
+	return id
+}
+
+// mustLeaseOne leases exactly one job from queue.
+func mustLeaseOne(tb testing.TB, q *lite.Queue, queue string) *lite.Job {
+	tb.Helper()
+	jobs, err := q.Lease(tb.Context(), lite.LeaseRequest{Queues: []string{queue}})
+	if err != nil {
+		tb.Fatalf("lease: %v", err)
+	}
+	if len(jobs) != 1 {
+		tb.Fatalf("lease: got %d jobs, want 1", len(jobs))
+	}
+	return jobs[0]
+}
+
+func mustGet(tb testing.TB, q *lite.Queue, id int64) *lite.Job {
+	tb.Helper()
+	j, err := q.Get(tb.Context(), id)
+	if err != nil {
+		tb.Fatalf("get: %v", err)
+	}
+	return j
+}

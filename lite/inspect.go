@@ -1,0 +1,109 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Get reads one job. An unknown id gives ErrNotFound.
+func (q *Queue) Get(ctx context.Context, id int64) (*Job, error) {
+	j, err := scanJob(q.r.QueryRowContext(ctx, `select `+jobColumns+` from lite_jobs where id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+// ListFilter picks jobs for List. Empty fields match everything.
+type ListFilter struct {
+	State State
+	Queue string
+	Kind  string
+	// AfterID pages: pass the last id of the previous page.
+	AfterID int64
+	// Limit caps the page. Default 100.
+	Limit int
+}
+
+// List returns jobs matching f in id order, one page at a time.
+func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
+	if f.State != "" && !f.State.valid() {
+		return nil, fmt.Errorf("list: unknown state %q", f.State)
+	}
+	switch {
+	case f.Limit < 0:
+		return nil, fmt.Errorf("list: negative limit %d", f.Limit)
+	case f.Limit == 0:
+		f.Limit = 100
+	}
+	rows, err := q.r.QueryContext(ctx, `select `+jobColumns+` from lite_jobs
+where (?1 = '' or state = ?1) and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3) and id > ?4
+order by id limit ?5`, string(f.State), f.Queue, f.Kind, f.AfterID, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	defer rows.Close()
+	var jobs []*Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list: %w", err)
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	return jobs, nil
+}
+
+// QueueStats counts one queue's jobs by state.
+type QueueStats struct {
+	Queue  string
+	Counts map[State]int64
+	// OldestReady is how long the oldest available job whose run_at has
+	// come has been waiting; zero when none waits.
+	OldestReady time.Duration
+}
+
+// Stats counts jobs per queue and state, in queue order.
+func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
+	now := q.nowMillis()
+	rows, err := q.r.QueryContext(ctx, `select queue, state, count(*),
+    min(case when state = 'available' and run_at <= ?1 then run_at end)
+from lite_jobs group by queue, state order by queue`, now)
+	if err != nil {
+		return nil, fmt.Errorf("stats: %w", err)
+	}
+	defer rows.Close()
+	var out []QueueStats
+	for rows.Next() {
+		var (
+			queue  string
+			state  State
+			n      int64
+			oldest sql.NullInt64
+		)
+		if err := rows.Scan(&queue, &state, &n, &oldest); err != nil {
+			return nil, fmt.Errorf("stats: %w", err)
+		}
+		if len(out) == 0 || out[len(out)-1].Queue != queue {
+			out = append(out, QueueStats{Queue: queue, Counts: map[State]int64{}})
+		}
+		s := &out[len(out)-1]
+		s.Counts[state] = n
+		if oldest.Valid {
+			s.OldestReady = time.Duration(now-oldest.Int64) * time.Millisecond
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("stats: %w", err)
+	}
+	return out, nil
+}

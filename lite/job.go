@@ -1,0 +1,141 @@
+package lite
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// State is where a job is in its life.
+type State string
+
+// The states of a job. Done, dead and cancelled are final until Retry.
+const (
+	StateAvailable State = "available" // waiting for run_at, then for a worker
+	StateRunning   State = "running"   // leased by a worker
+	StateDone      State = "done"      // acknowledged with a result
+	StateDead      State = "dead"      // failed with no attempts left, or permanently
+	StateCancelled State = "cancelled" // cancelled by an admin
+)
+
+// States lists every state in the order a job moves through them.
+var States = []State{StateAvailable, StateRunning, StateDone, StateDead, StateCancelled}
+
+func (s State) valid() bool {
+	for _, v := range States {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (s State) finished() bool {
+	return s == StateDone || s == StateDead || s == StateCancelled
+}
+
+// Lease identifies one lease of one job. Its identity is the pair (JobID,
+// Generation): every change of ownership bumps the job's generation, so a
+// Lease held by a worker that lost the job matches no row.
+type Lease struct {
+	JobID      int64
+	Generation int64
+	// Attempt is the job's attempt number under this lease, from 1. It
+	// picks the backoff when the attempt fails.
+	Attempt int
+	// Token is a UUID fresh for every lease: for logs, or for a handler
+	// that needs a unique token. The guard is the generation, not Token.
+	Token string
+}
+
+// Job is a job as stored. A running job's lease fields (LeaseToken,
+// LockedBy, LeasedAt, HeartbeatAt) describe its current lease; a finished
+// job keeps those of its last lease as a record; release and reclaim clear
+// them.
+type Job struct {
+	ID          int64
+	Queue       string
+	Kind        string
+	Payload     []byte
+	Priority    int
+	State       State
+	RunAt       time.Time
+	Attempts    int
+	MaxAttempts int
+	// Generation counts changes of ownership. A handler can pass it to
+	// external systems as a fencing token: it only ever grows.
+	Generation  int64
+	LeaseToken  string
+	LockedBy    string // host:pid:random of the last worker; diagnostics only
+	LeasedAt    time.Time
+	HeartbeatAt time.Time
+	UniqueKey   string
+	Result      []byte
+	Errors      []AttemptError
+	CreatedAt   time.Time
+	FinishedAt  time.Time
+}
+
+// AttemptError is the error recorded for one failed attempt.
+type AttemptError struct {
+	Attempt    int       `json:"attempt"`
+	Generation int64     `json:"generation"`
+	At         time.Time `json:"-"`
+	AtMillis   int64     `json:"at"`
+	Error      string    `json:"error"`
+}
+
+// Lease returns the job's current lease, as a worker that leased it holds it.
+func (j *Job) Lease() Lease {
+	return Lease{JobID: j.ID, Generation: j.Generation, Attempt: j.Attempts, Token: j.LeaseToken}
+}
+
+// jobColumns is the column list scanJob reads, in its order.
+const jobColumns = `id, queue, kind, payload, priority, state, run_at, attempts, max_attempts,
+	generation, lease_token, locked_by, leased_at, heartbeat_at, unique_key, result, errors,
+	created_at, finished_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanJob(s scanner) (*Job, error) {
+	var (
+		j                                 Job
+		runAt, createdAt                  int64
+		leasedAt, heartbeatAt, finishedAt sql.NullInt64
+		leaseToken, lockedBy, uniqueKey   sql.NullString
+		errs                              string
+		state                             string
+	)
+	err := s.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &j.Priority, &state, &runAt,
+		&j.Attempts, &j.MaxAttempts, &j.Generation, &leaseToken, &lockedBy, &leasedAt,
+		&heartbeatAt, &uniqueKey, &j.Result, &errs, &createdAt, &finishedAt)
+	if err != nil {
+		return nil, err
+	}
+	j.State = State(state)
+	j.RunAt = fromMillis(runAt)
+	j.CreatedAt = fromMillis(createdAt)
+	j.LeasedAt = fromNullMillis(leasedAt)
+	j.HeartbeatAt = fromNullMillis(heartbeatAt)
+	j.FinishedAt = fromNullMillis(finishedAt)
+	j.LeaseToken = leaseToken.String
+	j.LockedBy = lockedBy.String
+	j.UniqueKey = uniqueKey.String
+	if err := json.Unmarshal([]byte(errs), &j.Errors); err != nil {
+		return nil, fmt.Errorf("job %d: errors column: %w", j.ID, err)
+	}
+	for i := range j.Errors {
+		j.Errors[i].At = fromMillis(j.Errors[i].AtMillis)
+	}
+	return &j, nil
+}
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms) }
+
+func fromNullMillis(ms sql.NullInt64) time.Time {
+	if !ms.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms.Int64)
+}

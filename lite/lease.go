@@ -1,0 +1,172 @@
+package lite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// LeaseRequest says which jobs a worker wants.
+type LeaseRequest struct {
+	// Queues to lease from; empty means every queue.
+	Queues []string
+	// Kinds to lease; empty means every kind.
+	Kinds []string
+	// Max is how many jobs to lease at most in one statement. Default 1.
+	Max int
+	// LockedBy is written to the jobs' locked_by. Default Options.Identity.
+	LockedBy string
+}
+
+// uuidV4SQL makes a random version 4 UUID per row, so that every job of
+// one lease statement gets its own token.
+const uuidV4SQL = `lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' ||
+    substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) ||
+    substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`
+
+// leaseSQL claims up to N available jobs in one statement. The filters vary
+// with the request, so there are four texts, each prepared once.
+func leaseSQL(byQueue, byKind bool) string {
+	var filter strings.Builder
+	if byQueue {
+		filter.WriteString(" and queue in (select value from json_each(?))")
+	}
+	if byKind {
+		filter.WriteString(" and kind in (select value from json_each(?))")
+	}
+	return `update lite_jobs
+set state = 'running', generation = generation + 1, attempts = attempts + 1,
+    lease_token = ` + uuidV4SQL + `, locked_by = ?, leased_at = ?, heartbeat_at = ?
+where id in (
+    select id from lite_jobs
+    where state = 'available' and run_at <= ?` + filter.String() + `
+    order by priority desc, run_at, id
+    limit ?)
+returning ` + jobColumns
+}
+
+var leaseSQLs = [2][2]string{
+	{leaseSQL(false, false), leaseSQL(false, true)},
+	{leaseSQL(true, false), leaseSQL(true, true)},
+}
+
+// Lease claims up to req.Max available jobs whose run_at has come, highest
+// priority first, and returns them running under fresh leases: generation
+// bumped, a new lease token, an attempt counted.
+func (q *Queue) Lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
+	jobs, err := q.lease(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("lease %s: %w", strings.Join(req.Queues, ","), err)
+	}
+	return jobs, nil
+}
+
+func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
+	switch {
+	case req.Max < 0:
+		return nil, fmt.Errorf("negative Max %d", req.Max)
+	case req.Max == 0:
+		req.Max = 1
+	}
+	if req.LockedBy == "" {
+		req.LockedBy = q.opts.Identity
+	}
+	now := q.nowMillis()
+	args := []any{req.LockedBy, now, now, now}
+	byQueue, byKind := len(req.Queues) > 0, len(req.Kinds) > 0
+	if byQueue {
+		args = append(args, jsonList(req.Queues))
+	}
+	if byKind {
+		args = append(args, jsonList(req.Kinds))
+	}
+	args = append(args, req.Max)
+	rows, err := q.writer().QueryContext(ctx, leaseSQLs[b2i(byQueue)][b2i(byKind)], args...)
+	if err != nil {
+		return nil, err
+	}
+	// An open Rows of a returning statement holds the write lock: read all
+	// and close at once.
+	var jobs []*Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	// returning gives no order; hand jobs out as the subquery chose them.
+	slices.SortFunc(jobs, func(a, b *Job) int {
+		if a.Priority != b.Priority {
+			return b.Priority - a.Priority
+		}
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return int(a.ID - b.ID)
+	})
+	return jobs, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func jsonList(list []string) string {
+	b, _ := json.Marshal(list) // a []string always marshals
+	return string(b)
+}
+
+// renewSQL extends every listed lease that is still current, in one
+// statement; the pairs it returns are the leases renewed.
+const renewSQL = `update lite_jobs set heartbeat_at = ?
+where state = 'running'
+  and (id, generation) in (select value ->> 0, value ->> 1 from json_each(?))
+returning id, generation`
+
+// Renew records a heartbeat for each lease in one statement. The result
+// has one entry per lease: nil if renewed, ErrLeaseLost if the lease is no
+// longer the job's current one. A lease appears at most once per call.
+func (q *Queue) Renew(ctx context.Context, leases []Lease) ([]error, error) {
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	pairs := make([][2]int64, len(leases))
+	for i, l := range leases {
+		pairs[i] = [2]int64{l.JobID, l.Generation}
+	}
+	list, _ := json.Marshal(pairs) // int pairs always marshal
+	rows, err := q.writer().QueryContext(ctx, renewSQL, q.nowMillis(), string(list))
+	if err != nil {
+		return nil, fmt.Errorf("renew: %w", err)
+	}
+	renewed := make(map[[2]int64]bool, len(leases))
+	for rows.Next() {
+		var pair [2]int64
+		if err := rows.Scan(&pair[0], &pair[1]); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("renew: %w", err)
+		}
+		renewed[pair] = true
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("renew: %w", err)
+	}
+	results := make([]error, len(leases))
+	for i, l := range leases {
+		if !renewed[pairs[i]] {
+			results[i] = leaseLost(l)
+		}
+	}
+	return results, nil
+}

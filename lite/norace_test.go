@@ -1,0 +1,5 @@
+//go:build !race
+
+package lite_test
+
+const raceEnabled = false

@@ -1,0 +1,158 @@
+package lite_test
+
+import (
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+func fileSum(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+// plainSQLite makes a SQLite file with the statements, outside lite.
+func plainSQLite(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestOpen(t *testing.T) {
+	t.Run("a new file is created with mode 0600 in WAL mode", func(t *testing.T) {
+		is := is.New(t)
+		q, path := mustOpen(t, nil)
+		info, err := os.Stat(path)
+		is.NoErr(err)
+		is.Equal(info.Mode().Perm(), os.FileMode(0o600))
+		var mode string
+		is.NoErr(q.DB().QueryRow(`pragma journal_mode`).Scan(&mode))
+		is.Equal(mode, "wal")
+		var sync int
+		is.NoErr(q.DB().QueryRow(`pragma synchronous`).Scan(&sync))
+		is.Equal(sync, 2) // FULL by default
+	})
+
+	t.Run("SyncNormal sets synchronous to NORMAL", func(t *testing.T) {
+		is := is.New(t)
+		q, err := lite.Open(t.Context(), filepath.Join(t.TempDir(), "n.db"), lite.Options{Synchronous: lite.SyncNormal})
+		is.NoErr(err)
+		defer q.Close()
+		var sync int
+		is.NoErr(q.DB().QueryRow(`pragma synchronous`).Scan(&sync))
+		is.Equal(sync, 1)
+	})
+
+	t.Run("reopening keeps the jobs and applies no migration twice", func(t *testing.T) {
+		is := is.New(t)
+		path := filepath.Join(t.TempDir(), "lite.db")
+		q := mustOpenPath(t, path, nil)
+		id := mustEnqueue(t, q, lite.NewJob{Payload: []byte("kept")})
+		is.NoErr(q.Close())
+		q = mustOpenPath(t, path, nil)
+		is.Equal(string(mustGet(t, q, id).Payload), "kept")
+		var n int
+		is.NoErr(q.DB().QueryRow(`select count(*) from lite_migrations`).Scan(&n))
+		is.Equal(n, lite.SchemaVersion())
+	})
+
+	t.Run("lite shares a file with the user's own tables", func(t *testing.T) {
+		is := is.New(t)
+		path := filepath.Join(t.TempDir(), "app.db")
+		plainSQLite(t, path, `create table users (id integer primary key)`, `insert into users values (7)`)
+		q := mustOpenPath(t, path, nil)
+		var id int
+		is.NoErr(q.DB().QueryRow(`select id from users`).Scan(&id))
+		is.Equal(id, 7)
+	})
+
+	t.Run("New works on the caller's database and leaves it open", func(t *testing.T) {
+		is := is.New(t)
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "own.db")+"?_txlock=immediate")
+		is.NoErr(err)
+		defer db.Close()
+		q, err := lite.New(t.Context(), db, lite.Options{})
+		is.NoErr(err)
+		mustEnqueue(t, q, lite.NewJob{})
+		is.NoErr(q.Close())
+		is.NoErr(db.Ping()) // still the caller's
+	})
+
+	t.Run("invalid options are an error", func(t *testing.T) {
+		is := is.New(t)
+		dir := t.TempDir()
+		for _, o := range []lite.Options{{BusyTimeout: -1}, {MaxPayloadBytes: -1}, {Readers: -1}, {Synchronous: 9}} {
+			_, err := lite.Open(t.Context(), filepath.Join(dir, "x.db"), o)
+			is.True(err != nil)
+		}
+		_, err := os.Stat(filepath.Join(dir, "x.db"))
+		is.True(errors.Is(err, os.ErrNotExist)) // no file made for a bad call
+	})
+}
+
+func TestOpenRefusesBadFiles(t *testing.T) {
+	t.Run("a missing directory", func(t *testing.T) {
+		is := is.New(t)
+		_, err := lite.Open(t.Context(), filepath.Join(t.TempDir(), "no", "such", "dir", "x.db"), lite.Options{})
+		is.True(errors.Is(err, os.ErrNotExist))
+	})
+
+	t.Run("a directory", func(t *testing.T) {
+		is := is.New(t)
+		dir := t.TempDir()
+		_, err := lite.Open(t.Context(), dir, lite.Options{})
+		is.Equal(err.Error(), "open "+dir+": is a directory")
+	})
+
+	refusals := []struct {
+		name string
+		make func(t *testing.T, path string)
+		want error
+	}{
+		{"a file that is not a database", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte("this is a text file, not SQLite, and it is long enough to have a header......."), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, lite.ErrNotLite},
+		{"a foreign database with a clashing table", func(t *testing.T, path string) {
+			plainSQLite(t, path, `create table lite_jobs (name text)`, `insert into lite_jobs values ('theirs')`)
+		}, lite.ErrNotLite},
+		{"a database from a newer lite", func(t *testing.T, path string) {
+			q := mustOpenPath(t, path, nil)
+			mustEnqueue(t, q, lite.NewJob{})
+			if _, err := q.DB().Exec(`insert into lite_migrations values (999, 'future', 0)`); err != nil {
+				t.Fatal(err)
+			}
+			q.Close()
+		}, lite.ErrSchemaTooNew},
+	}
+	for _, r := range refusals {
+		t.Run(r.name+" is refused and left untouched", func(t *testing.T) {
+			is := is.New(t)
+			path := filepath.Join(t.TempDir(), "x.db")
+			r.make(t, path)
+			before := fileSum(t, path)
+			_, err := lite.Open(t.Context(), path, lite.Options{})
+			is.True(errors.Is(err, r.want))
+			is.Equal(fileSum(t, path), before)
+		})
+	}
+}

@@ -1,0 +1,274 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Synchronous is how hard a commit waits for the disk.
+type Synchronous int
+
+const (
+	// SyncFull, the default, makes a committed enqueue or ack survive power
+	// loss: every commit waits for fsync of the write-ahead log.
+	SyncFull Synchronous = iota
+	// SyncNormal makes commits survive a crash of the process but not of
+	// the machine: the last commits before a power loss may roll back. It
+	// is several times faster on slow disks.
+	SyncNormal
+)
+
+func (s Synchronous) pragma() string {
+	if s == SyncNormal {
+		return "NORMAL"
+	}
+	return "FULL"
+}
+
+// Options configure a Queue. The zero value of each field is its default.
+type Options struct {
+	// Now is the one clock lite reads. Default time.Now; tests pass a fake.
+	Now func() time.Time
+	// Synchronous picks durability over speed. Default SyncFull.
+	Synchronous Synchronous
+	// BusyTimeout is how long a write waits for another process's write
+	// lock before it fails. Default 10s.
+	BusyTimeout time.Duration
+	// MaxPayloadBytes caps payloads and results. Default 1 MiB.
+	MaxPayloadBytes int
+	// Readers is the size of the read connection pool Open makes. Default 4.
+	Readers int
+	// Identity is written to locked_by on every lease: diagnostics only,
+	// never part of a guard. Default host:pid:random.
+	Identity string
+	// Backoff is the delay before retrying a job whose attempt number
+	// attempt (from 1) failed. Default: 1s doubling per attempt up to one
+	// hour, with the upper half jittered.
+	Backoff func(attempt int) time.Duration
+}
+
+// Defaults applied by Options when a field is zero.
+const (
+	DefaultBusyTimeout     = 10 * time.Second
+	DefaultMaxPayloadBytes = 1 << 20
+	DefaultReaders         = 4
+)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Synchronous != SyncFull && o.Synchronous != SyncNormal {
+		return o, fmt.Errorf("options: unknown Synchronous %d", o.Synchronous)
+	}
+	switch {
+	case o.BusyTimeout < 0:
+		return o, fmt.Errorf("options: negative BusyTimeout %s", o.BusyTimeout)
+	case o.BusyTimeout == 0:
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	switch {
+	case o.MaxPayloadBytes < 0:
+		return o, fmt.Errorf("options: negative MaxPayloadBytes %d", o.MaxPayloadBytes)
+	case o.MaxPayloadBytes == 0:
+		o.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	switch {
+	case o.Readers < 0:
+		return o, fmt.Errorf("options: negative Readers %d", o.Readers)
+	case o.Readers == 0:
+		o.Readers = DefaultReaders
+	}
+	if o.Identity == "" {
+		o.Identity = DefaultIdentity()
+	}
+	if o.Backoff == nil {
+		o.Backoff = DefaultBackoff
+	}
+	return o, nil
+}
+
+// DefaultIdentity is host:pid:random, unique per call.
+func DefaultIdentity() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
+}
+
+// Queue is a job queue in one SQLite file. It is safe for concurrent use.
+type Queue struct {
+	opts   Options
+	w      *sql.DB // the one writer connection
+	r      *sql.DB // readers; the same as w when the caller owns the *sql.DB
+	owned  bool
+	stmts  stmtCache
+	closed sync.Once
+}
+
+// Open opens the queue in the SQLite file at path, creating it (mode 0600)
+// if it does not exist, and brings its schema up to date. A file that is not
+// a SQLite database, that holds lite-named tables lite did not create, or
+// that a newer lite migrated is refused untouched.
+func Open(ctx context.Context, path string, opts Options) (*Queue, error) {
+	q, err := open(ctx, path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return q, nil
+}
+
+func open(ctx context.Context, path string, opts Options) (*Queue, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
+	w, err := sql.Open("sqlite", dsn(path, opts, false))
+	if err != nil {
+		return nil, err
+	}
+	// One writer per process: writes queue in Go, not in SQLite's busy
+	// handler, and a transaction never waits on its own process.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	// Check the file before the first write: switching to WAL rewrites the
+	// header, and a foreign file must stay as it was.
+	if _, err := schemaVersion(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	var mode string
+	if err := w.QueryRowContext(ctx, "pragma journal_mode = wal").Scan(&mode); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("journal mode: %w", err)
+	}
+	if mode != "wal" {
+		w.Close()
+		return nil, fmt.Errorf("journal mode: got %q, want wal", mode)
+	}
+	r, err := sql.Open("sqlite", dsn(path, opts, true))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(opts.Readers)
+	r.SetMaxIdleConns(opts.Readers)
+	q := &Queue{opts: opts, w: w, r: r, owned: true, stmts: stmtCache{db: w}}
+	if err := q.migrate(ctx); err != nil {
+		q.Close()
+		return nil, err
+	}
+	return q, nil
+}
+
+// New makes a queue on the caller's *sql.DB, which must be a
+// modernc.org/sqlite database, and brings its schema up to date. The caller
+// keeps ownership: Close does not close db. For lite's guarantees the DSN
+// should carry what Open sets: WAL journal mode, a busy timeout and
+// _txlock=immediate; lite's own transactions write first, so even a
+// deferred transaction never fails half-way.
+func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("new queue: %w", err)
+	}
+	q := &Queue{opts: opts, w: db, r: db, stmts: stmtCache{db: db}}
+	if err := q.migrate(ctx); err != nil {
+		q.stmts.close()
+		return nil, fmt.Errorf("new queue: %w", err)
+	}
+	return q, nil
+}
+
+// DB is the queue's writer. Begin a transaction on it to write your own
+// rows with EnqueueTx. It has one connection: a transaction of yours that
+// waits for another of lite's calls on the same queue waits forever, so
+// inside it use only the Tx forms.
+func (q *Queue) DB() *sql.DB { return q.w }
+
+// Close releases the queue's statements and, if Open made them, its
+// connections. Calls after Close fail.
+func (q *Queue) Close() error {
+	var err error
+	q.closed.Do(func() {
+		q.stmts.close()
+		if q.owned {
+			err = errors.Join(q.r.Close(), q.w.Close())
+		}
+	})
+	return err
+}
+
+func (q *Queue) nowMillis() int64 { return q.opts.Now().UnixMilli() }
+
+// createPrivate creates an empty file at path with mode 0600 unless
+// something is there already. SQLite would create it with 0644; its -wal
+// and -shm files take the mode of the database.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		return f.Close()
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if info.IsDir() {
+		return errors.New("is a directory")
+	}
+	return nil
+}
+
+// dsn builds a modernc.org/sqlite URI. Pragmas go in the DSN, not in Exec:
+// only then does every pooled connection get them.
+func dsn(path string, o Options, readOnly bool) string {
+	v := url.Values{}
+	v.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
+	v.Set("_foreign_keys", "1")
+	v.Set("_synchronous", o.Synchronous.pragma())
+	if readOnly {
+		v.Set("_query_only", "1")
+	} else {
+		v.Set("_txlock", "immediate")
+	}
+	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + escaped + "?" + v.Encode()
+}
+
+// withTx runs fn in one write transaction (BEGIN IMMEDIATE on a queue that
+// Open made) and commits if fn returns nil.
+func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
+	tx, err := q.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(txConn{tx: tx, stmts: &q.stmts}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package lite
+
+import (
+	"context"
+	"fmt"
+)
+
+// releaseSet puts a running job back to available under a new generation
+// and refunds the attempt: the job did not fail, its worker let go of it.
+// run_at stays: the job was due, and keeps its place in line.
+const releaseSet = `state = 'available', generation = generation + 1, attempts = attempts - 1,
+    lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null`
+
+const releaseSQL = `update lite_jobs set ` + releaseSet + `
+where id = ? and generation = ? and state = 'running'`
+
+// Release gives a lease back (graceful shutdown, a session that expired):
+// the job is available again at once and the attempt is not held against
+// it. With a lost lease it returns ErrLeaseLost and changes nothing.
+func (q *Queue) Release(ctx context.Context, l Lease) error {
+	res, err := q.writer().ExecContext(ctx, releaseSQL, l.JobID, l.Generation)
+	if err := checkOwned(res, err, l); err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	return nil
+}
+
+const releaseUnownedSQL = `update lite_jobs set ` + releaseSet + `
+where id = ? and state = 'running'
+returning generation`
+
+// ReleaseUnowned makes a running job available again without holding its
+// lease: for admins and tools ("run it again now"). It bumps the
+// generation even while a healthy worker holds the job, so that worker's
+// later ack is a no-op. It returns the new generation; a job that is not
+// running gives ErrInvalidState.
+func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
+	var gen int64
+	err := q.writer().QueryRowContext(ctx, releaseUnownedSQL, id).Scan(&gen)
+	if err != nil {
+		return 0, fmt.Errorf("release job %d: %w", id, q.explain(ctx, id, err, StateRunning))
+	}
+	return gen, nil
+}

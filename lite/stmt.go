@@ -1,0 +1,121 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// conn is what the queue's SQL runs on: the writer through prepared
+// statements, a transaction of lite's, or a caller's transaction.
+type conn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// stmtCache keeps one prepared statement per query text. Re-parsing SQL is
+// a large share of CPU with this driver, so hot paths must not do it.
+type stmtCache struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+func (c *stmtCache) lookup(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[query]
+}
+
+// prepare returns the cached statement for query, preparing it on first
+// use. It takes a connection of c.db, so it must not run inside a
+// transaction on the single writer: txConn uses lookup only.
+func (c *stmtCache) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s := c.lookup(query); s != nil {
+		return s, nil
+	}
+	s, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[query]; ok {
+		s.Close()
+		return old, nil
+	}
+	if c.m == nil {
+		c.m = make(map[string]*sql.Stmt)
+	}
+	c.m[query] = s
+	return s, nil
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.m {
+		s.Close()
+	}
+	c.m = nil
+}
+
+// writer runs statements on the writer outside any transaction.
+type writer struct{ stmts *stmtCache }
+
+func (w writer) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	s, err := w.stmts.prepare(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+func (w writer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := w.stmts.prepare(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+func (w writer) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := w.stmts.prepare(ctx, query)
+	if err != nil {
+		// *sql.Row has no constructor for an error: running the query
+		// unprepared reports the same failure through Scan.
+		return w.stmts.db.QueryRowContext(ctx, query, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+// txConn runs statements in a transaction, reusing a statement the writer
+// already prepared.
+type txConn struct {
+	tx    *sql.Tx
+	stmts *stmtCache
+}
+
+func (t txConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s := t.stmts.lookup(query); s != nil {
+		return t.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+func (t txConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := t.stmts.lookup(query); s != nil {
+		return t.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+func (t txConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := t.stmts.lookup(query); s != nil {
+		return t.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+func (q *Queue) writer() writer { return writer{&q.stmts} }
