@@ -47,12 +47,19 @@ where id = ? and generation = ? and state = 'running'`
 // current it returns ErrLeaseLost and changes nothing: a stale result
 // never becomes the job's result.
 func (q *Queue) AckDone(ctx context.Context, l Lease, result []byte) error {
-	if len(result) > q.opts.MaxPayloadBytes {
-		return fmt.Errorf("ack done job %d: result of %d bytes: %w (limit %d)",
-			l.JobID, len(result), ErrTooLarge, q.opts.MaxPayloadBytes)
+	if err := q.checkResult(l, result); err != nil {
+		return fmt.Errorf("ack done: %w", err)
 	}
 	if err := q.ackDone(ctx, q.writer(), l, result); err != nil {
 		return fmt.Errorf("ack done: %w", err)
+	}
+	return nil
+}
+
+func (q *Queue) checkResult(l Lease, result []byte) error {
+	if len(result) > q.opts.MaxPayloadBytes {
+		return fmt.Errorf("job %d: result of %d bytes: %w (limit %d)",
+			l.JobID, len(result), ErrTooLarge, q.opts.MaxPayloadBytes)
 	}
 	return nil
 }
@@ -68,11 +75,18 @@ func (q *Queue) ackDone(ctx context.Context, c conn, l Lease, result []byte) err
 // and Complete returns ErrLeaseLost. If fn fails, nothing commits and the
 // job stays running under the lease.
 func (q *Queue) Complete(ctx context.Context, l Lease, fn func(tx *sql.Tx) error) error {
+	return q.complete(ctx, l, nil, fn)
+}
+
+func (q *Queue) complete(ctx context.Context, l Lease, result []byte, fn func(tx *sql.Tx) error) error {
+	if err := q.checkResult(l, result); err != nil {
+		return fmt.Errorf("complete: %w", err)
+	}
 	if _, err := q.stmts.prepare(ctx, ackDoneSQL); err != nil {
 		return fmt.Errorf("complete: %w", err)
 	}
 	err := q.withTx(ctx, func(tx txConn) error {
-		if err := q.ackDone(ctx, tx, l, nil); err != nil {
+		if err := q.ackDone(ctx, tx, l, result); err != nil {
 			return err
 		}
 		return fn(tx.tx)

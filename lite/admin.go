@@ -76,6 +76,7 @@ func (q *Queue) Retry(ctx context.Context, id int64) error {
 	if err != nil {
 		return fmt.Errorf("retry job %d: %w", id, q.explain(ctx, id, err, StateDead, StateCancelled))
 	}
+	q.notify()
 	return nil
 }
 

@@ -20,6 +20,20 @@ import (
 
 // TestMain lets the test binary act as a second process on a shared file.
 func TestMain(m *testing.M) {
+	if path := os.Getenv("LITE_TEST_ENQUEUER"); path != "" {
+		q, err := lite.Open(context.Background(), path, lite.Options{})
+		if err == nil {
+			var id int64
+			id, err = q.Enqueue(context.Background(), lite.NewJob{Payload: []byte("from another process")})
+			fmt.Println(id)
+			q.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "enqueuer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if path := os.Getenv("LITE_TEST_LEASER"); path != "" {
 		if err := leaseUntilEmpty(path, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "leaser:", err)

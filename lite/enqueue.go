@@ -133,6 +133,7 @@ func (q *Queue) Enqueue(ctx context.Context, j NewJob) (int64, error) {
 	if err != nil {
 		return id, fmt.Errorf("enqueue %s: %w", r.queue, err)
 	}
+	q.notify()
 	return id, nil
 }
 
@@ -147,6 +148,9 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, err
 	if err != nil {
 		return id, fmt.Errorf("enqueue %s: %w", r.queue, err)
 	}
+	// The job is visible only once the caller commits; workers that wake
+	// too early find it through their change watcher.
+	q.notify()
 	return id, nil
 }
 
@@ -191,5 +195,6 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, er
 	if err != nil {
 		return nil, fmt.Errorf("enqueue batch: %w", err)
 	}
+	q.notify()
 	return out, nil
 }

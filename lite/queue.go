@@ -116,6 +116,7 @@ type Queue struct {
 	r      *sql.DB // readers; the same as w when the caller owns the *sql.DB
 	owned  bool
 	stmts  stmtCache
+	wakeup wakeup
 	closed sync.Once
 }
 

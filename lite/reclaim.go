@@ -59,5 +59,8 @@ func (q *Queue) ReclaimOrphaned(ctx context.Context, staleAfter time.Duration) (
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("reclaim: %w", err)
 	}
+	if len(out) > 0 {
+		q.notify()
+	}
 	return out, nil
 }

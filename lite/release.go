@@ -3,6 +3,7 @@ package lite
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // releaseSet puts a running job back to available under a new generation
@@ -22,6 +23,7 @@ func (q *Queue) Release(ctx context.Context, l Lease) error {
 	if err := checkOwned(res, err, l); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
+	q.notify()
 	return nil
 }
 
@@ -40,5 +42,25 @@ func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("release job %d: %w", id, q.explain(ctx, id, err, StateRunning))
 	}
+	q.notify()
 	return gen, nil
+}
+
+const snoozeSQL = `update lite_jobs set ` + releaseSet + `, run_at = ?
+where id = ? and generation = ? and state = 'running'`
+
+// Snooze gives a lease back and makes the job available again after d,
+// without spending an attempt: for a handler that is waiting on something
+// outside. With a lost lease it returns ErrLeaseLost and changes nothing.
+func (q *Queue) Snooze(ctx context.Context, l Lease, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("snooze job %d: negative delay %s", l.JobID, d)
+	}
+	runAt := q.opts.Now().Add(d).UnixMilli()
+	res, err := q.writer().ExecContext(ctx, snoozeSQL, runAt, l.JobID, l.Generation)
+	if err := checkOwned(res, err, l); err != nil {
+		return fmt.Errorf("snooze: %w", err)
+	}
+	q.notify()
+	return nil
 }

@@ -1,0 +1,103 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// Handler runs one job. Its context ends when the lease is lost (the cause
+// is ErrLeaseLost), when its timeout passes, or when the worker shuts down
+// (the cause is ErrShutdown). A nil error acks the job done, with the
+// result given to SetResult; an error fails the attempt. Wrap the error
+// with Permanent to bury the job at once, or return Snooze(d) to run it
+// again later without spending an attempt.
+type Handler func(ctx context.Context, job *Job) error
+
+// ErrShutdown is the cause of a handler's context when its worker stopped
+// before the handler finished. The job is released, not failed.
+var ErrShutdown = errors.New("worker shut down")
+
+// errTimeout is the cause of a handler's context when its timeout passed.
+var errTimeout = errors.New("handler timed out")
+
+// outcomeKey holds the *success a handler fills in for its ack.
+type outcomeKey struct{}
+
+// success is what a handler asks its done-ack to write.
+type success struct {
+	result []byte
+	writes func(tx *sql.Tx) error
+}
+
+// SetResult records result as the job's result when the handler returns
+// nil. It does nothing outside a handler.
+func SetResult(ctx context.Context, result []byte) {
+	if s, ok := ctx.Value(outcomeKey{}).(*success); ok {
+		s.result = result
+	}
+}
+
+// CommitWithAck makes writes run in the transaction that acks the job
+// done, once the handler returns nil: the handler's rows in the queue's
+// file commit if and only if its lease is still current (see
+// Queue.Complete). If writes fails, the attempt fails with its error. It
+// does nothing outside a handler.
+func CommitWithAck(ctx context.Context, writes func(tx *sql.Tx) error) {
+	if s, ok := ctx.Value(outcomeKey{}).(*success); ok {
+		s.writes = writes
+	}
+}
+
+type snoozeError struct{ d time.Duration }
+
+func (s snoozeError) Error() string { return fmt.Sprintf("snoozed for %s", s.d) }
+
+// Snooze is an error a handler returns to run the job again after d,
+// without spending an attempt.
+func Snooze(d time.Duration) error { return snoozeError{d} }
+
+// panicError is a handler's panic, turned into a failed attempt.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p panicError) Error() string { return fmt.Sprintf("panic: %v\n\n%s", p.value, p.stack) }
+
+// call runs h and turns a panic into an error carrying the stack.
+func call(ctx context.Context, h Handler, job *Job) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, job)
+}
+
+// HandleJSON registers a handler for kind whose payload is the JSON of T.
+// A payload that does not decode is a permanent failure: no retry can fix
+// it.
+func HandleJSON[T any](w *Worker, kind string, h func(ctx context.Context, job *Job, args T) error) {
+	w.Handle(kind, func(ctx context.Context, job *Job) error {
+		var args T
+		if err := json.Unmarshal(job.Payload, &args); err != nil {
+			return Permanent(fmt.Errorf("decode %s payload: %w", kind, err))
+		}
+		return h(ctx, job, args)
+	})
+}
+
+// EnqueueJSON enqueues a job whose payload is the JSON of args.
+func EnqueueJSON[T any](ctx context.Context, q *Queue, j NewJob, args T) (int64, error) {
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s: encode payload: %w", j.Queue, err)
+	}
+	j.Payload = payload
+	return q.Enqueue(ctx, j)
+}

@@ -1,0 +1,96 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// wakeup lets idle workers of this process sleep until something in this
+// process makes a job available. Each wake closes the current channel, so
+// every waiter sees it, and a waiter that took the channel before it
+// looked for work cannot miss a wake that came after.
+type wakeup struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (w *wakeup) wait() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+	}
+	return w.ch
+}
+
+func (w *wakeup) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
+	}
+}
+
+// notify tells this process's idle workers that a job may be available.
+func (q *Queue) notify() { q.wakeup.wake() }
+
+// changeWatcher sees commits by other connections, in this process or
+// another, through PRAGMA data_version: a read of a counter in shared
+// memory, with no write and no table scan. The counter belongs to one
+// connection, so the watcher pins one.
+type changeWatcher struct {
+	conn *sql.Conn
+	last int64
+}
+
+func (q *Queue) watchChanges(ctx context.Context) (*changeWatcher, error) {
+	c, err := q.r.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch changes: %w", err)
+	}
+	w := &changeWatcher{conn: c}
+	if _, err := w.changed(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// changed reports whether another connection committed since the last call.
+func (w *changeWatcher) changed(ctx context.Context) (bool, error) {
+	var v int64
+	if err := w.conn.QueryRowContext(ctx, "pragma data_version").Scan(&v); err != nil {
+		return false, fmt.Errorf("watch changes: %w", err)
+	}
+	changed := v != w.last
+	w.last = v
+	return changed, nil
+}
+
+func (w *changeWatcher) close() error { return w.conn.Close() }
+
+// nextRunAt is the earliest run_at among available jobs a lease request
+// would take, or the zero time if there are none.
+func (q *Queue) nextRunAt(ctx context.Context, queues, kinds []string) (time.Time, error) {
+	var at sql.NullInt64
+	err := q.r.QueryRowContext(ctx, `select min(run_at) from lite_jobs
+where state = 'available'
+  and (?1 is null or queue in (select value from json_each(?1)))
+  and (?2 is null or kind in (select value from json_each(?2)))`,
+		nullList(queues), nullList(kinds)).Scan(&at)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next run_at: %w", err)
+	}
+	return fromNullMillis(at), nil
+}
+
+func nullList(list []string) sql.NullString {
+	if len(list) == 0 {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: jsonList(list), Valid: true}
+}

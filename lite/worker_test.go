@@ -1,0 +1,619 @@
+package lite_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+// guard bounds every wait for something asynchronous: a failing test
+// stops here instead of hanging. Nothing is timed against it.
+const guard = 20 * time.Second
+
+// recv takes one value from ch, failing the test if none comes.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(guard):
+		t.Fatal("nothing received")
+		panic("unreachable")
+	}
+}
+
+// syncBuffer is a log sink that handlers on many goroutines may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// events records a worker's events and lets a test wait for one.
+type events struct {
+	mu  sync.Mutex
+	all []lite.Event
+	ch  chan lite.Event
+}
+
+func newEvents() *events { return &events{ch: make(chan lite.Event, 1000)} }
+
+func (e *events) record(ev lite.Event) {
+	e.mu.Lock()
+	e.all = append(e.all, ev)
+	e.mu.Unlock()
+	e.ch <- ev
+}
+
+// await returns the next event of kind, skipping others.
+func (e *events) await(t *testing.T, kind lite.EventKind) lite.Event {
+	t.Helper()
+	timeout := time.After(guard)
+	for {
+		select {
+		case ev := <-e.ch:
+			if ev.Kind == kind {
+				return ev
+			}
+		case <-timeout:
+			t.Fatalf("no %s event", kind)
+		}
+	}
+}
+
+// testWorker builds a worker with quiet logs and events recorded, on
+// intervals that never fire by themselves during a test: heartbeats and
+// reclaims happen when the test calls them, with the fake clock.
+func testWorker(t *testing.T, q *lite.Queue, opts lite.WorkerOptions) (*lite.Worker, *events, *syncBuffer) {
+	t.Helper()
+	ev := newEvents()
+	logs := &syncBuffer{}
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = time.Hour
+	}
+	if opts.StaleAfter == 0 {
+		opts.StaleAfter = 3 * time.Hour
+	}
+	if opts.ShutdownGrace == 0 {
+		opts.ShutdownGrace = guard
+	}
+	opts.OnEvent = ev.record
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	w, err := lite.NewWorker(q, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, ev, logs
+}
+
+// runWorker runs w.Run in the background; the returned stop ends it and
+// waits for Run to return.
+func runWorker(t *testing.T, w *lite.Worker) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("run: %v", err)
+				}
+			case <-time.After(3 * guard):
+				t.Fatal("Run did not return")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestHeartbeatKeepsALongJobAlivePastStaleAfter(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock()
+	q, _ := mustOpen(t, clock)
+	ctx := t.Context()
+	id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	release := make(chan struct{})
+	w, ev, _ := testWorker(t, q, lite.WorkerOptions{})
+	w.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
+		<-release
+		return nil
+	})
+	runWorker(t, w)
+	ev.await(t, lite.EventStarted)
+
+	for range 10 { // ten hours, over three times StaleAfter
+		clock.Advance(time.Hour)
+		is.NoErr(w.Heartbeat(ctx))
+		is.NoErr(w.Reclaim(ctx))
+	}
+	close(release)
+	ev.await(t, lite.EventDone)
+	j := mustGet(t, q, id)
+	is.Equal(j.State, lite.StateDone)
+	is.Equal(j.Generation, int64(1)) // never taken away
+}
+
+func TestFrozenWorkerIsReclaimedAndItsAckSkipped(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock()
+	q, _ := mustOpen(t, clock)
+	ctx := t.Context()
+	id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+
+	thaw := make(chan struct{})
+	a, aEvents, aLogs := testWorker(t, q, lite.WorkerOptions{Concurrency: 1, Identity: "worker-a"})
+	a.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
+		<-thaw // frozen: no progress and, below, no heartbeats
+		lite.SetResult(ctx, []byte("A"))
+		return nil
+	})
+	runWorker(t, a)
+	aEvents.await(t, lite.EventStarted)
+
+	clock.Advance(3*time.Hour + time.Millisecond)
+	b, bEvents, _ := testWorker(t, q, lite.WorkerOptions{Identity: "worker-b"})
+	b.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
+		lite.SetResult(ctx, []byte("B"))
+		return nil
+	})
+	is.NoErr(b.Reclaim(ctx))
+	reclaimed := bEvents.await(t, lite.EventReclaimed)
+	is.Equal(reclaimed.Generation, int64(2))
+	rep, err := b.RunOnce(ctx)
+	is.NoErr(err)
+	is.Equal(rep, lite.Report{Leased: 1, Done: 1})
+
+	close(thaw)
+	lost := aEvents.await(t, lite.EventLeaseLost)
+	is.Equal(lost.Generation, int64(1))
+	is.Equal(lost.CurrentGeneration, int64(3))
+	is.True(errors.Is(lost.Err, lite.ErrLeaseLost))
+	logs := aLogs.String()
+	is.True(strings.Contains(logs, "stale ack skipped"))
+	is.True(strings.Contains(logs, "job_id=1 "))
+	is.True(strings.Contains(logs, "lease_generation=1 current_generation=3"))
+
+	j := mustGet(t, q, id)
+	is.Equal(j.State, lite.StateDone)
+	is.Equal(string(j.Result), "B") // A's stale result never landed
+	is.Equal(j.LockedBy, "worker-b")
+}
+
+func TestALostLeaseCancelsTheHandlerWithErrLeaseLost(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock()
+	q, _ := mustOpen(t, clock)
+	ctx := t.Context()
+	id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+
+	causes := make(chan error, 1)
+	var calls atomic.Int32
+	w, ev, _ := testWorker(t, q, lite.WorkerOptions{Concurrency: 1})
+	w.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
+		if calls.Add(1) > 1 {
+			return nil // the second lease runs to the end
+		}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	runWorker(t, w)
+	ev.await(t, lite.EventStarted)
+
+	_, err := q.ReleaseUnowned(ctx, id)
+	is.NoErr(err)
+	is.NoErr(w.Heartbeat(ctx))
+	is.True(errors.Is(recv(t, causes), lite.ErrLeaseLost))
+	lost := ev.await(t, lite.EventLeaseLost)
+	is.Equal(lost.Generation, int64(1))
+	is.Equal(lost.CurrentGeneration, int64(2))
+
+	ev.await(t, lite.EventDone) // the worker leased it again, as generation 3
+	j := mustGet(t, q, id)
+	is.Equal(j.State, lite.StateDone)
+	is.Equal(j.Generation, int64(3))
+	is.Equal(len(j.Errors), 0) // the cancelled run's failure was never written
+}
+
+func TestHandlerOutcomes(t *testing.T) {
+	cases := []struct {
+		name    string
+		opts    lite.WorkerOptions
+		handler lite.Handler
+		check   func(is *is.I, j *lite.Job, rep lite.Report, now time.Time)
+	}{
+		{
+			name: "a panic is a failed attempt with the stack in its error",
+			handler: func(context.Context, *lite.Job) error {
+				panic("boom")
+			},
+			check: func(is *is.I, j *lite.Job, rep lite.Report, _ time.Time) {
+				is.Equal(rep, lite.Report{Leased: 1, Failed: 1})
+				is.Equal(j.State, lite.StateAvailable)
+				is.True(strings.HasPrefix(j.Errors[0].Error, "panic: boom"))
+				is.True(strings.Contains(j.Errors[0].Error, "worker_test.go")) // the stack
+			},
+		},
+		{
+			name: "a timeout is a failed attempt",
+			opts: lite.WorkerOptions{KindTimeouts: map[string]time.Duration{"slow": 20 * time.Millisecond}, Timeout: time.Hour},
+			handler: func(ctx context.Context, _ *lite.Job) error {
+				<-ctx.Done()
+				return ctx.Err()
+			},
+			check: func(is *is.I, j *lite.Job, rep lite.Report, _ time.Time) {
+				is.Equal(rep, lite.Report{Leased: 1, Failed: 1})
+				is.Equal(j.State, lite.StateAvailable)
+				is.Equal(j.Errors[0].Error, "handler timed out after 20ms: context deadline exceeded")
+			},
+		},
+		{
+			name: "a permanent error goes to dead at once",
+			handler: func(context.Context, *lite.Job) error {
+				return lite.Permanent(errors.New("malformed address"))
+			},
+			check: func(is *is.I, j *lite.Job, rep lite.Report, _ time.Time) {
+				is.Equal(rep, lite.Report{Leased: 1, Failed: 1})
+				is.Equal(j.State, lite.StateDead)
+				is.Equal(j.Errors[0].Error, "malformed address")
+			},
+		},
+		{
+			name: "a snooze runs the job later without spending an attempt",
+			handler: func(context.Context, *lite.Job) error {
+				return lite.Snooze(time.Minute)
+			},
+			check: func(is *is.I, j *lite.Job, rep lite.Report, now time.Time) {
+				is.Equal(rep, lite.Report{Leased: 1, Snoozed: 1})
+				is.Equal(j.State, lite.StateAvailable)
+				is.Equal(j.Attempts, 0)
+				is.Equal(j.Generation, int64(2))
+				is.Equal(j.RunAt, now.Add(time.Minute).Local())
+				is.Equal(len(j.Errors), 0)
+			},
+		},
+		{
+			name: "a result over the size limit fails the job for good",
+			handler: func(ctx context.Context, _ *lite.Job) error {
+				lite.SetResult(ctx, make([]byte, lite.DefaultMaxPayloadBytes+1))
+				return nil
+			},
+			check: func(is *is.I, j *lite.Job, rep lite.Report, _ time.Time) {
+				is.Equal(rep, lite.Report{Leased: 1, Failed: 1})
+				is.Equal(j.State, lite.StateDead)
+				is.True(strings.Contains(j.Errors[0].Error, "too large"))
+			},
+		},
+		{
+			name: "success stores the handler's result",
+			handler: func(ctx context.Context, _ *lite.Job) error {
+				lite.SetResult(ctx, []byte("42"))
+				return nil
+			},
+			check: func(is *is.I, j *lite.Job, rep lite.Report, _ time.Time) {
+				is.Equal(rep, lite.Report{Leased: 1, Done: 1})
+				is.Equal(j.State, lite.StateDone)
+				is.Equal(string(j.Result), "42")
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := mustOpen(t, clock)
+			id := mustEnqueue(t, q, lite.NewJob{Queue: "q", Kind: "slow"})
+			w, _, _ := testWorker(t, q, c.opts)
+			w.Handle("slow", c.handler)
+			rep, err := w.RunOnce(t.Context())
+			is.NoErr(err)
+			c.check(is, mustGet(t, q, id), rep, clock.Now())
+		})
+	}
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	t.Run("a handler that finishes within the grace is acked done", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{})
+		proceed := make(chan struct{})
+		w, ev, _ := testWorker(t, q, lite.WorkerOptions{})
+		w.Handle(lite.AnyKind, func(ctx context.Context, _ *lite.Job) error {
+			<-proceed
+			return nil
+		})
+		stop := runWorker(t, w)
+		ev.await(t, lite.EventStarted)
+		go func() { close(proceed) }()
+		stop()
+		is.Equal(mustGet(t, q, id).State, lite.StateDone)
+	})
+
+	t.Run("unfinished leases are released with the generation bumped and no attempt spent", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{})
+		causes := make(chan error, 1)
+		w, ev, _ := testWorker(t, q, lite.WorkerOptions{ShutdownGrace: 20 * time.Millisecond})
+		w.Handle(lite.AnyKind, func(ctx context.Context, _ *lite.Job) error {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return ctx.Err()
+		})
+		stop := runWorker(t, w)
+		ev.await(t, lite.EventStarted)
+		stop()
+		is.True(errors.Is(recv(t, causes), lite.ErrShutdown))
+		ev.await(t, lite.EventReleased)
+		j := mustGet(t, q, id)
+		is.Equal(j.State, lite.StateAvailable)
+		is.Equal(j.Generation, int64(2))
+		is.Equal(j.Attempts, 0)
+		is.Equal(len(j.Errors), 0)
+	})
+
+	t.Run("a handler that ignores cancellation loses its lease and its late ack is skipped", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{})
+		stuck := make(chan struct{})
+		w, ev, logs := testWorker(t, q, lite.WorkerOptions{ShutdownGrace: 20 * time.Millisecond})
+		w.Handle(lite.AnyKind, func(ctx context.Context, _ *lite.Job) error {
+			<-stuck // ignores ctx
+			return nil
+		})
+		stop := runWorker(t, w)
+		ev.await(t, lite.EventStarted)
+		stop()
+		j := mustGet(t, q, id)
+		is.Equal(j.State, lite.StateAvailable)
+		is.Equal(j.Generation, int64(2))
+		is.True(strings.Contains(logs.String(), "handler ignored shutdown"))
+
+		close(stuck)
+		ev.await(t, lite.EventLeaseLost)
+		is.Equal(mustGet(t, q, id), j) // the late ack changed nothing
+	})
+}
+
+func TestInProcessEnqueueWakesAnIdleWorker(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, nil)
+	w, ev, _ := testWorker(t, q, lite.WorkerOptions{PollInterval: time.Hour})
+	idle := make(chan struct{}, 100)
+	lite.SetIdleHook(w, func() { idle <- struct{}{} })
+	w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+	runWorker(t, w)
+	recv(t, idle) // asleep, and its poll is an hour away
+
+	id := mustEnqueue(t, q, lite.NewJob{})
+	done := ev.await(t, lite.EventDone)
+	is.Equal(done.JobID, id)
+}
+
+func TestAJobFromAnotherProcessIsPickedUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "shared.db")
+	q := mustOpenPath(t, path, nil)
+	w, ev, _ := testWorker(t, q, lite.WorkerOptions{PollInterval: 10 * time.Millisecond})
+	idle := make(chan struct{}, 100)
+	lite.SetIdleHook(w, func() { idle <- struct{}{} })
+	w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+	runWorker(t, w)
+	recv(t, idle)
+
+	exe, err := os.Executable()
+	is.NoErr(err)
+	cmd := exec.CommandContext(t.Context(), exe)
+	cmd.Env = append(os.Environ(), "LITE_TEST_ENQUEUER="+path)
+	out, err := cmd.CombinedOutput()
+	is.NoErr(err)
+	done := ev.await(t, lite.EventDone) // no wake-up crosses processes: the poll found it
+	is.Equal(string(done.Job.Payload), "from another process")
+	is.Equal(string(bytes.TrimSpace(out)), "1")
+}
+
+func TestConcurrencyNeverExceedsItsLimit(t *testing.T) {
+	is := is.New(t)
+	q := mustOpenOpts(t, filepath.Join(t.TempDir(), "q.db"), fast)
+	n := scaled(200)
+	enqueueN(t, q, n)
+	var running, most atomic.Int32
+	var handled atomic.Int32
+	allDone := make(chan struct{})
+	w, _, _ := testWorker(t, q, lite.WorkerOptions{Concurrency: 3})
+	w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error {
+		now := running.Add(1)
+		for {
+			m := most.Load()
+			if now <= m || most.CompareAndSwap(m, now) {
+				break
+			}
+		}
+		runtime.Gosched()
+		running.Add(-1)
+		if handled.Add(1) == int32(n) {
+			close(allDone)
+		}
+		return nil
+	})
+	stop := runWorker(t, w)
+	select {
+	case <-allDone:
+	case <-time.After(guard):
+		t.Fatal("jobs not all handled")
+	}
+	stop()
+	is.True(most.Load() <= 3)
+	stats, err := q.Stats(t.Context())
+	is.NoErr(err)
+	is.Equal(stats[0].Counts, map[lite.State]int64{lite.StateDone: int64(n)})
+}
+
+func TestTypedHandlers(t *testing.T) {
+	type welcome struct {
+		To string `json:"to"`
+	}
+	is := is.New(t)
+	q, _ := mustOpen(t, newFakeClock())
+	ctx := t.Context()
+	good, err := lite.EnqueueJSON(ctx, q, lite.NewJob{Kind: "welcome"}, welcome{To: "ada@example.com"})
+	is.NoErr(err)
+	bad := mustEnqueue(t, q, lite.NewJob{Kind: "welcome", Payload: []byte("{not json")})
+
+	w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+	lite.HandleJSON(w, "welcome", func(ctx context.Context, _ *lite.Job, args welcome) error {
+		lite.SetResult(ctx, []byte("sent to "+args.To))
+		return nil
+	})
+	rep, err := w.RunOnce(ctx)
+	is.NoErr(err)
+	is.Equal(rep, lite.Report{Leased: 2, Done: 1, Failed: 1})
+	is.Equal(string(mustGet(t, q, good).Result), "sent to ada@example.com")
+	is.Equal(mustGet(t, q, bad).State, lite.StateDead) // no retry can fix a bad payload
+}
+
+func TestWorkerLeasesOnlyKindsItHandles(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, newFakeClock())
+	mine := mustEnqueue(t, q, lite.NewJob{Kind: "mine"})
+	theirs := mustEnqueue(t, q, lite.NewJob{Kind: "theirs"})
+	w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+	w.Handle("mine", func(context.Context, *lite.Job) error { return nil })
+	rep, err := w.RunOnce(t.Context())
+	is.NoErr(err)
+	is.Equal(rep, lite.Report{Leased: 1, Done: 1})
+	is.Equal(mustGet(t, q, mine).State, lite.StateDone)
+	is.Equal(mustGet(t, q, theirs).State, lite.StateAvailable)
+}
+
+func TestWorkerOptionsAreChecked(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, nil)
+	_, err := lite.NewWorker(q, lite.WorkerOptions{HeartbeatInterval: time.Second, StaleAfter: 2 * time.Second})
+	is.Equal(err.Error(), "worker options: StaleAfter 2s is under three heartbeats of 1s")
+	_, err = lite.NewWorker(q, lite.WorkerOptions{Concurrency: -1})
+	is.True(err != nil)
+
+	w, err := lite.NewWorker(q, lite.WorkerOptions{})
+	is.NoErr(err)
+	_, err = w.RunOnce(t.Context())
+	is.Equal(err.Error(), "worker: no handlers registered")
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(entries)
+}
+
+// settles waits until f returns at most want, for goroutines that are
+// still winding down; it fails the test if that never happens.
+func settles(t *testing.T, what string, f func() int, want int) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for f() > want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d, want at most %d", what, f(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestStartStopCyclesLeakNothing(t *testing.T) {
+	q, _ := mustOpen(t, nil)
+	cycle := func() {
+		mustEnqueue(t, q, lite.NewJob{})
+		w, ev, _ := testWorker(t, q, lite.WorkerOptions{})
+		w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+		stop := runWorker(t, w)
+		ev.await(t, lite.EventDone)
+		stop()
+	}
+	cycle() // the first opens the reader pool's connections, which stay
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	for range 5 {
+		cycle()
+	}
+	settles(t, "goroutines", runtime.NumGoroutine, goroutines)
+	settles(t, "open files", func() int { return openFDs(t) }, fds)
+}
+
+func TestCommitWithAckLandsOnlyWithTheCurrentLease(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, newFakeClock())
+	ctx := t.Context()
+	_, err := q.DB().ExecContext(ctx, `create table ledger (job integer, generation integer)`)
+	is.NoErr(err)
+	id := mustEnqueue(t, q, lite.NewJob{})
+
+	release := make(chan struct{})
+	var calls atomic.Int32
+	w, ev, _ := testWorker(t, q, lite.WorkerOptions{Concurrency: 1})
+	w.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
+		if calls.Add(1) == 1 {
+			<-release // the first run outlives its lease
+		}
+		lite.CommitWithAck(ctx, func(tx *sql.Tx) error {
+			_, err := tx.Exec(`insert into ledger values (?, ?)`, job.ID, job.Generation)
+			return err
+		})
+		return nil
+	})
+	runWorker(t, w)
+	ev.await(t, lite.EventStarted)
+	_, err = q.ReleaseUnowned(ctx, id)
+	is.NoErr(err)
+	close(release)
+	ev.await(t, lite.EventLeaseLost)
+	ev.await(t, lite.EventDone)
+
+	rows, err := q.DB().QueryContext(ctx, `select generation from ledger`)
+	is.NoErr(err)
+	var gens []int64
+	for rows.Next() {
+		var g int64
+		is.NoErr(rows.Scan(&g))
+		gens = append(gens, g)
+	}
+	is.NoErr(rows.Close())
+	is.Equal(gens, []int64{3}) // one row, from the lease that finished the job
+	is.Equal(mustGet(t, q, id).State, lite.StateDone)
+}
