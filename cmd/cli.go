@@ -5,28 +5,52 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"strings"
 
 	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 )
 
-// Env is what the binary hands the commands: they write to these writers,
-// never to os.Stdout.
+// Env is what the binary hands the commands: they read and write these,
+// never os.Stdin or os.Stdout.
 type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Version        string
 	Schema         string
+	// Args are the raw arguments, for commands that must see how they
+	// were written (work requires its --).
+	Args []string
+}
+
+// Globals are the flags every command shares.
+type Globals struct {
+	DB       string           `name:"db" env:"LITE_DB" default:"lite.db" type:"path" help:"The queue's SQLite file."`
+	JSON     bool             `name:"json" help:"Print data as JSON."`
+	LogLevel slog.Level       `name:"log-level" default:"info" help:"Worker log level: debug, info, warn, error."`
+	Version  kong.VersionFlag `help:"Print the version and exit."`
 }
 
 // CLI is the root of the command line.
 type CLI struct {
-	DB      string           `name:"db" env:"LITE_DB" default:"lite.db" type:"path" help:"The queue's SQLite file."`
-	Version kong.VersionFlag `help:"Print the version and exit."`
+	Globals
 
-	Demo   DemoCmd   `cmd:"" help:"Show fencing at work on a local demo file."`
-	Schema SchemaCmd `cmd:"" help:"Print the SQL schema of a lite database."`
+	Enqueue EnqueueCmd `cmd:"" help:"Add a job; print its id."`
+	Work    WorkCmd    `cmd:"" help:"Run COMMAND once per job: lite work [flags] -- COMMAND [ARGS...]."`
+	Ls      LsCmd      `cmd:"" help:"List jobs."`
+	Show    ShowCmd    `cmd:"" help:"Show every field of one job."`
+	Stats   StatsCmd   `cmd:"" help:"Count jobs per queue and state."`
+	Release ReleaseCmd `cmd:"" help:"Make a running job available again now, voiding its lease."`
+	Reclaim ReclaimCmd `cmd:"" help:"Take back running jobs whose heartbeat lapsed."`
+	Retry   RetryCmd   `cmd:"" help:"Make a dead or cancelled job available again."`
+	Cancel  CancelCmd  `cmd:"" help:"Cancel an available or running job."`
+	Purge   PurgeCmd   `cmd:"" help:"Delete finished jobs older than a duration."`
+	Demo    DemoCmd    `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
+	Schema  SchemaCmd  `cmd:"" help:"Print the SQL schema of a lite database."`
 }
 
 // UsageError is an error in how lite was called: exit code 2.
@@ -34,6 +58,8 @@ type UsageError struct{ Err error }
 
 func (e UsageError) Error() string { return e.Err.Error() }
 func (e UsageError) Unwrap() error { return e.Err }
+
+func usagef(format string, args ...any) error { return UsageError{fmt.Errorf(format, args...)} }
 
 // ExitCode is the process exit code for an error Run returned: 2 for a
 // usage error, 1 for any other.
@@ -48,11 +74,17 @@ func ExitCode(err error) int {
 // out of the parser without calling os.Exit.
 type exitRequest int
 
+// createsFile lists the commands that may make a new database; the others
+// refuse a missing file rather than create an empty one.
+var createsFile = map[string]bool{"enqueue": true, "work": true}
+
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.
 func Run(ctx context.Context, args []string, env Env) (err error) {
+	env.Args = args
 	var cli CLI
 	var queue *lite.Queue
+	var command string
 	parser, err := kong.New(&cli,
 		kong.Name("lite"),
 		kong.Description("A durable job queue in one SQLite file."),
@@ -60,8 +92,13 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
 		kong.Vars{"version": env.Version},
 		kong.BindTo(ctx, (*context.Context)(nil)),
-		kong.Bind(env),
+		kong.Bind(env, &cli.Globals),
 		kong.BindToProvider(func() (*lite.Queue, error) {
+			if !createsFile[command] {
+				if _, err := os.Stat(cli.DB); err != nil {
+					return nil, fmt.Errorf("open %s: %w", cli.DB, err)
+				}
+			}
 			q, err := lite.Open(ctx, cli.DB, lite.Options{})
 			queue = q
 			return q, err
@@ -85,6 +122,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 	if err != nil {
 		return UsageError{err}
 	}
+	command, _, _ = strings.Cut(kctx.Command(), " ")
 	err = kctx.Run()
 	if queue != nil {
 		err = errors.Join(err, queue.Close())

@@ -20,6 +20,13 @@ import (
 
 // TestMain lets the test binary act as a second process on a shared file.
 func TestMain(m *testing.M) {
+	if path := os.Getenv("LITE_TEST_PACED_ENQUEUER"); path != "" {
+		if err := pacedEnqueue(path); err != nil {
+			fmt.Fprintln(os.Stderr, "paced enqueuer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if path := os.Getenv("LITE_TEST_ENQUEUER"); path != "" {
 		q, err := lite.Open(context.Background(), path, lite.Options{})
 		if err == nil {

@@ -107,3 +107,16 @@ from lite_jobs group by queue, state order by queue`, now)
 	}
 	return out, nil
 }
+
+// Unfinished counts the available and running jobs in the queues (every
+// queue when empty).
+func (q *Queue) Unfinished(ctx context.Context, queues []string) (int64, error) {
+	var n int64
+	err := q.r.QueryRowContext(ctx, `select count(*) from lite_jobs
+where state in ('available', 'running') and (?1 is null or queue in (select value from json_each(?1)))`,
+		nullList(queues)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count unfinished: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,23 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/liteq/lite/lite"
+)
+
+// CancelCmd cancels a job.
+type CancelCmd struct {
+	ID int64 `arg:"" help:"The available or running job's id."`
+}
+
+// Run cancels the job: an available one never runs; a running one's lease
+// is voided, so its worker stops it and its ack is skipped.
+func (c *CancelCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+	if err := q.Cancel(ctx, c.ID); err != nil {
+		return notFound("cancel", c.ID, err)
+	}
+	_, err := fmt.Fprintf(env.Stdout, "job %d cancelled\n", c.ID)
+	return err
+}

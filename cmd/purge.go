@@ -1,0 +1,28 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/liteq/lite/lite"
+)
+
+// PurgeCmd deletes old finished jobs.
+type PurgeCmd struct {
+	State     []lite.State  `short:"s" required:"" enum:"done,dead,cancelled" help:"State to purge: done, dead or cancelled; repeat for more."`
+	OlderThan time.Duration `required:"" help:"Purge jobs that finished longer ago than this."`
+}
+
+// Run purges and prints how many jobs went.
+func (c *PurgeCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+	if c.OlderThan < 0 {
+		return usagef("purge: --older-than %s is negative", c.OlderThan)
+	}
+	n, err := q.Purge(ctx, time.Now().Add(-c.OlderThan), c.State...)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(env.Stdout, "purged %d jobs\n", n)
+	return err
+}

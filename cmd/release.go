@@ -1,0 +1,23 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/liteq/lite/lite"
+)
+
+// ReleaseCmd is ReleaseUnowned from the shell.
+type ReleaseCmd struct {
+	ID int64 `arg:"" help:"The running job's id."`
+}
+
+// Run makes the job available again; its worker's ack becomes a no-op.
+func (c *ReleaseCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+	gen, err := q.ReleaseUnowned(ctx, c.ID)
+	if err != nil {
+		return notFound("release", c.ID, err)
+	}
+	_, err = fmt.Fprintf(env.Stdout, "job %d released; now generation %d\n", c.ID, gen)
+	return err
+}

@@ -1,0 +1,22 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/liteq/lite/lite"
+)
+
+// RetryCmd makes a dead or cancelled job available again.
+type RetryCmd struct {
+	ID int64 `arg:"" help:"The dead or cancelled job's id."`
+}
+
+// Run retries the job.
+func (c *RetryCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+	if err := q.Retry(ctx, c.ID); err != nil {
+		return notFound("retry", c.ID, err)
+	}
+	_, err := fmt.Fprintf(env.Stdout, "job %d is available again\n", c.ID)
+	return err
+}

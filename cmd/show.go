@@ -1,0 +1,92 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/liteq/lite/lite"
+)
+
+// ShowCmd prints one job.
+type ShowCmd struct {
+	ID int64 `arg:"" help:"The job's id."`
+}
+
+// notFound words a missing job the way every command reports it.
+func notFound(op string, id int64, err error) error {
+	if errors.Is(err, lite.ErrNotFound) {
+		return fmt.Errorf("%s %d: job not found", op, id)
+	}
+	return err
+}
+
+// Run prints every field of the job, or the job as JSON with --json.
+func (c *ShowCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+	j, err := q.Get(ctx, c.ID)
+	if err != nil {
+		return notFound("show", c.ID, err)
+	}
+	if g.JSON {
+		return writeJSON(env.Stdout, toJSON(j))
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
+	row("id", j.ID)
+	row("queue", j.Queue)
+	row("kind", j.Kind)
+	row("state", j.State)
+	row("priority", j.Priority)
+	row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
+	row("generation", j.Generation)
+	row("run at", stamp(j.RunAt, now))
+	row("created at", stamp(j.CreatedAt, now))
+	row("leased at", stamp(j.LeasedAt, now))
+	row("heartbeat", stamp(j.HeartbeatAt, now))
+	row("locked by", orDash(j.LockedBy))
+	row("lease token", orDash(j.LeaseToken))
+	row("finished at", stamp(j.FinishedAt, now))
+	row("unique key", orDash(j.UniqueKey))
+	row("payload", printable(j.Payload))
+	row("result", printable(j.Result))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range j.Errors {
+		fmt.Fprintf(env.Stdout, "error, attempt %d (generation %d) at %s:\n  %s\n",
+			e.Attempt, e.Generation, e.At.Format(time.RFC3339), e.Error)
+	}
+	return nil
+}
+
+func stamp(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	age := now.Sub(t).Round(time.Millisecond)
+	if age >= 0 {
+		return fmt.Sprintf("%s (%s ago)", t.Format(time.RFC3339), age)
+	}
+	return fmt.Sprintf("%s (in %s)", t.Format(time.RFC3339), -age)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printable(b []byte) string {
+	text, b64 := textOrBase64(b)
+	switch {
+	case text != nil:
+		return fmt.Sprintf("%q", *text)
+	case b64 != nil:
+		return "base64:" + *b64
+	}
+	return "-"
+}

@@ -1,0 +1,157 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/liteq/lite/lite"
+)
+
+// PermanentExitCode is the exit code with which a job's command says that
+// retrying cannot help: the job goes straight to dead.
+const PermanentExitCode = 100
+
+// stderrTail is how much of a failed command's stderr becomes its error.
+const stderrTail = 2048
+
+// WorkCmd runs a command once per job.
+type WorkCmd struct {
+	Queue         []string      `short:"q" help:"Queue to work; repeat for more (default: every queue)."`
+	Concurrency   int           `short:"c" default:"4" help:"Jobs run at once."`
+	Heartbeat     time.Duration `default:"5s" help:"How often leases are renewed."`
+	StaleAfter    time.Duration `default:"30s" help:"How long a heartbeat may lapse before a job is reclaimed (at least three heartbeats)."`
+	Timeout       time.Duration `help:"Stop a job's command after this long and fail the attempt (default: no limit)."`
+	Poll          time.Duration `default:"5ms" help:"How often to look for jobs enqueued by other processes."`
+	Grace         time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL."`
+	ExitWhenEmpty bool          `help:"Exit once no job in the queues is available or running."`
+	Command       []string      `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result; exit 100 fails for good; any other exit fails the attempt."`
+}
+
+// Run works until SIGINT or SIGTERM (then shuts down gracefully), or with
+// --exit-when-empty until the queues are empty.
+func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+	// kong's passthrough keeps the -- itself.
+	if len(c.Command) > 0 && c.Command[0] == "--" {
+		c.Command = c.Command[1:]
+	}
+	if !slices.Contains(env.Args, "--") || len(c.Command) == 0 {
+		return usagef("work: give the command after --, as in: lite work -- ./handler.sh")
+	}
+	w, err := lite.NewWorker(q, lite.WorkerOptions{
+		Queues:            c.Queue,
+		Concurrency:       c.Concurrency,
+		HeartbeatInterval: c.Heartbeat,
+		StaleAfter:        c.StaleAfter,
+		PollInterval:      c.Poll,
+		Timeout:           c.Timeout,
+		ShutdownGrace:     c.Grace,
+		Logger:            slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: g.LogLevel})),
+	})
+	if err != nil {
+		return UsageError{fmt.Errorf("work: %w", err)}
+	}
+	w.Handle(lite.AnyKind, c.run(env))
+	if c.ExitWhenEmpty {
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		go stopWhenEmpty(ctx, q, c.Queue, stop)
+	}
+	return w.Run(ctx)
+}
+
+// stopWhenEmpty calls stop once nothing in the queues is left to do.
+func stopWhenEmpty(ctx context.Context, q *lite.Queue, queues []string, stop context.CancelFunc) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := q.Unfinished(ctx, queues); err == nil && n == 0 {
+				stop()
+				return
+			}
+		}
+	}
+}
+
+// run is the handler: it runs the command with the job on its stdin and in
+// its environment.
+func (c *WorkCmd) run(env Env) lite.Handler {
+	return func(ctx context.Context, job *lite.Job) error {
+		cmd := exec.CommandContext(ctx, c.Command[0], c.Command[1:]...)
+		cmd.Stdin = bytes.NewReader(job.Payload)
+		cmd.Env = append(os.Environ(),
+			"LITE_JOB_ID="+strconv.FormatInt(job.ID, 10),
+			"LITE_JOB_GENERATION="+strconv.FormatInt(job.Generation, 10),
+			"LITE_JOB_ATTEMPT="+strconv.Itoa(job.Attempts),
+			"LITE_JOB_QUEUE="+job.Queue,
+			"LITE_JOB_KIND="+job.Kind,
+			"LITE_JOB_TOKEN="+job.LeaseToken,
+		)
+		// One byte over the limit is kept, so that the ack can refuse it.
+		stdout := &headWriter{max: lite.DefaultMaxPayloadBytes + 1}
+		tail := &tailWriter{max: stderrTail}
+		cmd.Stdout = stdout
+		cmd.Stderr = tail
+		// Its own process group, so that SIGTERM reaches what it started.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+		cmd.WaitDelay = c.Grace
+		err := cmd.Run()
+		if ctx.Err() != nil {
+			return fmt.Errorf("command stopped: %w", context.Cause(ctx))
+		}
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			failure := fmt.Errorf("%s: %s", exit, tail.String())
+			if exit.ExitCode() == PermanentExitCode {
+				return lite.Permanent(failure)
+			}
+			return failure
+		}
+		if err != nil {
+			return err
+		}
+		lite.SetResult(ctx, stdout.b)
+		return nil
+	}
+}
+
+// headWriter keeps the first max bytes written to it.
+type headWriter struct {
+	max int
+	b   []byte
+}
+
+func (h *headWriter) Write(p []byte) (int, error) {
+	h.b = append(h.b, p[:min(len(p), h.max-len(h.b))]...)
+	return len(p), nil
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	max int
+	b   []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string { return string(bytes.TrimSpace(t.b)) }
