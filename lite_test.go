@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/liteq/lite/lite"
 	"github.com/matryer/is"
@@ -72,4 +77,332 @@ func TestRunPrintsVersionAndSchema(t *testing.T) {
 	out.Reset()
 	is.NoErr(run(t.Context(), []string{"schema"}, nil, &out, &errOut))
 	is.Equal(out.String(), schema)
+}
+
+// liteBin is the binary the tests drive, built once by TestMain.
+var liteBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lite-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	liteBin = filepath.Join(dir, "lite")
+	build := exec.Command("go", "build", "-o", liteBin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building lite:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is one run of the binary.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runLite runs the binary on db with args and stdin.
+func runLite(t *testing.T, db, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), liteBin, append([]string{"--db", db}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if exit, ok := err.(*exec.ExitError); ok {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{out.String(), errOut.String(), code}
+}
+
+// mustLite runs the binary and fails the test unless it exits 0.
+func mustLite(t *testing.T, db, stdin string, args ...string) string {
+	t.Helper()
+	r := runLite(t, db, stdin, args...)
+	if r.code != 0 {
+		t.Fatalf("lite %v: exit %d: %s", args, r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+type cliJob struct {
+	ID         int64  `json:"id"`
+	State      string `json:"state"`
+	Queue      string `json:"queue"`
+	Kind       string `json:"kind"`
+	Generation int64  `json:"generation"`
+	Payload    string `json:"payload"`
+	Result     string `json:"result"`
+	LockedBy   string `json:"locked_by"`
+	Attempts   int    `json:"attempts"`
+}
+
+func listJobs(t *testing.T, db string, args ...string) []cliJob {
+	t.Helper()
+	var jobs []cliJob
+	out := mustLite(t, db, "", append([]string{"--json", "ls", "-n", "10000"}, args...)...)
+	if err := json.Unmarshal([]byte(out), &jobs); err != nil {
+		t.Fatalf("ls --json: %v: %s", err, out)
+	}
+	return jobs
+}
+
+func TestCLIHappyPaths(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+
+	is.Equal(mustLite(t, db, "", "enqueue", "-q", "mail", "-k", "send", "hello"), "1\n")
+	is.Equal(mustLite(t, db, "from stdin", "enqueue", "-"), "2\n")
+	var j cliJob
+	is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "enqueue", "--priority", "3", "p")), &j))
+	is.Equal(j.ID, int64(3))
+	is.Equal(j.State, "available")
+
+	lines := `{"kind":"k","payload":"text"}
+{"queue":"mail","payload":{"to":"ada"}}
+
+{"payload":"keyed","unique_key":"u"}
+{"payload":"keyed again","unique_key":"u"}
+`
+	file := filepath.Join(t.TempDir(), "jobs.jsonl")
+	is.NoErr(os.WriteFile(file, []byte(lines), 0o600))
+	is.Equal(mustLite(t, db, "", "enqueue", "--file", file), "enqueued 3 jobs (1 duplicates skipped)\n")
+	jobs := listJobs(t, db)
+	is.Equal(len(jobs), 6)
+	is.Equal(jobs[1].Payload, "from stdin")
+	is.Equal(jobs[4].Payload, `{"to":"ada"}`) // a JSON payload is kept as JSON
+
+	mustLite(t, db, "", "work", "--exit-when-empty", "-c", "3", "--",
+		"sh", "-c", `printf '%s:%s:%s' "$LITE_JOB_ID" "$LITE_JOB_GENERATION" "$(cat)"`)
+	for _, j := range listJobs(t, db) {
+		is.Equal(j.State, "done")
+		is.Equal(j.Result, fmt.Sprintf("%d:%d:%s", j.ID, j.Generation, j.Payload)) // stdout is the result
+	}
+	is.True(strings.Contains(mustLite(t, db, "", "show", "1"), `result:       "1:1:hello"`))
+	is.True(strings.HasPrefix(statsRow(mustLite(t, db, "", "stats"), "mail"), "mail 0 0 2 0 0 "))
+
+	mustLite(t, db, "", "enqueue", "-k", "doomed", "x")
+	mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo bad input >&2; exit 100")
+	dead := listJobs(t, db, "--state", "dead")
+	is.Equal(len(dead), 1)
+	is.True(strings.Contains(mustLite(t, db, "", "show", fmt.Sprint(dead[0].ID)), "exit status 100: bad input"))
+	is.Equal(mustLite(t, db, "", "retry", fmt.Sprint(dead[0].ID)), fmt.Sprintf("job %d is available again\n", dead[0].ID))
+	is.Equal(mustLite(t, db, "", "cancel", fmt.Sprint(dead[0].ID)), fmt.Sprintf("job %d cancelled\n", dead[0].ID))
+	is.Equal(mustLite(t, db, "", "reclaim"), "0 jobs reclaimed\n")
+	is.Equal(mustLite(t, db, "", "purge", "--state", "done", "--state", "cancelled", "--older-than", "0s"), "purged 7 jobs\n")
+	is.Equal(len(listJobs(t, db)), 0)
+	is.True(strings.Contains(mustLite(t, db, "", "schema"), "CREATE TABLE lite_jobs"))
+}
+
+func TestCLIBadInputChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "q.db")
+	mustLite(t, db, "", "enqueue", "keep me")
+	done := filepath.Join(dir, "done.db")
+	mustLite(t, done, "", "enqueue", "x")
+	mustLite(t, done, "", "work", "--exit-when-empty", "--", "true")
+	notDB := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notDB, []byte("just some notes, not a database at all, long enough for a header"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name  string
+		db    string
+		stdin string
+		args  []string
+		code  int
+		want  string
+	}{
+		{"an unknown job id", db, "", []string{"show", "42"}, 1, "lite: show 42: job not found\n"},
+		{"an unknown id to release", db, "", []string{"release", "42"}, 1, "lite: release 42: job not found\n"},
+		{"a job id that is not a number", db, "", []string{"show", "abc"}, 2, "expected a valid 64 bit int"},
+		{"a bad duration", db, "", []string{"enqueue", "--delay", "5parsecs", "x"}, 2, "--delay"},
+		{"a bad flag", db, "", []string{"ls", "--colour"}, 2, "unknown flag --colour"},
+		{"a bad state", db, "", []string{"ls", "--state", "asleep"}, 2, "--state"},
+		{"work without --", db, "", []string{"work", "./handler.sh"}, 2, "give the command after --"},
+		{"stale-after under three heartbeats", db, "", []string{"work", "--heartbeat", "1s", "--stale-after", "2s", "--", "true"}, 2, "under three heartbeats"},
+		{"purge without a state", db, "", []string{"purge", "--older-than", "1h"}, 2, "--state"},
+		{"cancelling a finished job", done, "", []string{"cancel", "1"}, 1, "it is done, not available or running"},
+		{"a payload over the cap", db, strings.Repeat("x", 1<<20+1), []string{"enqueue", "-"}, 1, "too large"},
+		{"an unreadable db path", filepath.Join(dir, "no", "such", "dir.db"), "", []string{"enqueue", "x"}, 1, "no such file or directory"},
+		{"a missing db for a read", filepath.Join(dir, "missing.db"), "", []string{"ls"}, 1, "no such file or directory"},
+		{"a file that is not a database", notDB, "", []string{"ls"}, 1, "not a lite database"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+" is refused with a clear error", func(t *testing.T) {
+			is := is.New(t)
+			var before []cliJob
+			if _, err := os.Stat(c.db); err == nil && c.db != notDB {
+				before = listJobs(t, c.db)
+			}
+			notesBefore, _ := os.ReadFile(notDB)
+
+			r := runLite(t, c.db, c.stdin, c.args...)
+			is.Equal(r.code, c.code)
+			is.True(strings.Contains(r.stderr, c.want))
+			is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
+			is.Equal(r.stdout, "")
+
+			if before != nil {
+				is.Equal(listJobs(t, c.db), before) // nothing stored changed
+			}
+			notesAfter, _ := os.ReadFile(notDB)
+			is.Equal(notesAfter, notesBefore)
+			_, err := os.Stat(filepath.Join(dir, "missing.db"))
+			is.True(os.IsNotExist(err)) // a read never creates the file
+		})
+	}
+}
+
+// startWorker starts `lite work` on db; it is killed when the test ends.
+func startWorker(t *testing.T, db string, stderr *bytes.Buffer, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(liteBin, append([]string{"--db", db, "work"}, args...)...)
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
+}
+
+// eventually polls cond until it holds, failing after a generous guard.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestWorkersSharingAFileSurviveASIGKILL(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	const n = 60
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, "{\"payload\":\"%d\"}\n", i)
+	}
+	mustLite(t, db, lines.String(), "enqueue", "--file", "-")
+
+	// Each job prints the generation it ran under: the result must be the
+	// job's final generation.
+	handler := []string{"-c", "2", "--heartbeat", "100ms", "--stale-after", "500ms", "--",
+		"sh", "-c", `sleep 0.05; printf '%s' "$LITE_JOB_GENERATION"`}
+	var workers []*exec.Cmd
+	for range 3 {
+		workers = append(workers, startWorker(t, db, nil, handler...))
+	}
+	victim := workers[0]
+	pid := fmt.Sprintf(":%d:", victim.Process.Pid)
+	eventually(t, "the victim runs a job", func() bool {
+		for _, j := range listJobs(t, db, "--state", "running") {
+			if strings.Contains(j.LockedBy, pid) {
+				return true
+			}
+		}
+		return false
+	})
+	is.NoErr(victim.Process.Signal(syscall.SIGKILL)) // mid-job
+	victim.Wait()
+
+	eventually(t, "every job is done", func() bool { return len(listJobs(t, db, "--state", "done")) == n })
+	for _, w := range workers[1:] {
+		is.NoErr(w.Process.Signal(syscall.SIGTERM))
+		is.NoErr(w.Wait()) // a clean, graceful exit
+	}
+	reclaimed := 0
+	for _, j := range listJobs(t, db) {
+		is.Equal(j.State, "done")
+		is.Equal(j.Result, fmt.Sprint(j.Generation)) // from its final generation
+		if j.Generation > 1 {
+			reclaimed++
+		}
+	}
+	is.True(reclaimed >= 1) // the victim's job came back under a new generation
+}
+
+func TestAdminReleaseRacingALiveWorker(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "q.db")
+	mustLite(t, db, "", "enqueue", "x")
+	started := filepath.Join(dir, "started")
+	finished := filepath.Join(dir, "finished")
+	// The first run waits long and marks that it finished; a later run
+	// answers at once.
+	script := fmt.Sprintf(`if [ "$LITE_JOB_GENERATION" = 1 ]; then touch %s; sleep 3; touch %s; fi
+printf 'result from generation %%s' "$LITE_JOB_GENERATION"`, started, finished)
+	var logs bytes.Buffer
+	w := startWorker(t, db, &logs, "-c", "1", "--heartbeat", "100ms", "--stale-after", "1s", "--grace", "200ms", "--", "sh", "-c", script)
+	eventually(t, "the first run starts", func() bool { _, err := os.Stat(started); return err == nil })
+
+	is.Equal(mustLite(t, db, "", "release", "1"), "job 1 released; now generation 2\n")
+	eventually(t, "the job is done", func() bool { return len(listJobs(t, db, "--state", "done")) == 1 })
+	is.NoErr(w.Process.Signal(syscall.SIGTERM))
+	is.NoErr(w.Wait())
+
+	j := listJobs(t, db)[0]
+	is.Equal(j.Generation, int64(3))
+	is.Equal(j.Result, "result from generation 3") // the first run's result never landed
+	_, err := os.Stat(finished)
+	is.True(os.IsNotExist(err)) // the first run was stopped, not left to finish
+	is.True(strings.Contains(logs.String(), "lease lost; stopping its handler"))
+	is.True(strings.Contains(logs.String(), "stale ack skipped"))
+}
+
+// quickStart is the shell block under the README's "CLI quick start".
+func quickStart(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "## CLI quick start\n\n```sh\n")
+	block, _, ok2 := strings.Cut(after, "```")
+	if !ok || !ok2 {
+		t.Fatal("README has no CLI quick start block")
+	}
+	return block
+}
+
+func TestREADMEQuickStartRunsAsWritten(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	sh := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", quickStart(t))
+	sh.Dir = dir
+	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(liteBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := sh.CombinedOutput()
+	is.NoErr(err)
+	text := string(out)
+	is.True(strings.Contains(text, `result:       "sent to {\"to\":\"ada@example.com\"}\n"`))
+	is.Equal(statsRow(text, "mail"), "mail 0 0 2 0 0 0s")
+}
+
+// statsRow is the row of lite stats for queue, its fields joined by one
+// space, so that column widths do not matter.
+func statsRow(text, queue string) string {
+	for line := range strings.Lines(text) {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == queue {
+			return strings.Join(f, " ")
+		}
+	}
+	return ""
 }
