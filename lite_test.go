@@ -406,3 +406,18 @@ func statsRow(text, queue string) string {
 	}
 	return ""
 }
+
+func TestDemoKillsAndFreezesWorkersAndEveryJobIsDoneOnce(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), liteBin, "demo", "--jobs", "40", "--workers", "3")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	is.NoErr(err)
+	text := string(out)
+	is.True(strings.Contains(text, "SIGKILL worker 1"))
+	is.True(strings.Contains(text, "40 of 40 jobs done; 40 with the result of their final generation"))
+	is.True(strings.Contains(text, "every job done once"))
+	_, err = os.Stat(filepath.Join(dir, "lite-demo.db"))
+	is.NoErr(err) // left for the user to look at
+}

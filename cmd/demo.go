@@ -1,30 +1,38 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"strings"
 	"sync"
-	"text/tabwriter"
+	"syscall"
 	"time"
 
 	"github.com/liteq/lite/lite"
 )
 
-// DemoCmd walks through the fencing story of a frozen worker on a local
-// file, with real time.
+// DemoCmd runs several `lite work` processes on one local file, SIGKILLs
+// one mid-job, freezes another past its stale-after, and shows every job
+// done once, each with the result of its final lease.
 type DemoCmd struct {
-	File       string        `default:"lite-demo.db" type:"path" help:"The demo's own file; it is made anew."`
-	Jobs       int           `default:"12" help:"How many jobs to enqueue."`
-	StaleAfter time.Duration `default:"1s" help:"How long a heartbeat may lapse before the job is reclaimed."`
+	File    string `default:"lite-demo.db" type:"path" help:"The demo's own file; it is made anew."`
+	Jobs    int    `default:"200" help:"How many jobs to enqueue."`
+	Workers int    `default:"4" help:"How many worker processes to start (at least 3)."`
 }
 
-// Run enqueues jobs, lets worker A lease one and freeze, reclaims it, lets
-// worker B finish it, and shows A's late ack rejected.
+// The demo's workers renew every 200ms and reclaim after one second, so
+// that the story fits in a few seconds.
+const demoStaleAfter = time.Second
+
+// Run plays the demo.
 func (c *DemoCmd) Run(ctx context.Context, env Env) error {
-	if c.Jobs < 1 {
-		return UsageError{errors.New("demo: --jobs must be at least 1")}
+	if c.Jobs < 10 || c.Workers < 3 {
+		return usagef("demo: needs --jobs of at least 10 and --workers of at least 3")
 	}
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(c.File + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -36,102 +44,205 @@ func (c *DemoCmd) Run(ctx context.Context, env Env) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer q.Close()
-	out := env.Stdout
-	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
-
 	jobs := make([]lite.NewJob, c.Jobs)
 	for i := range jobs {
-		jobs[i] = lite.NewJob{Queue: "emails", Kind: "send", Payload: fmt.Appendf(nil, "to user%d@example.com", i+1)}
+		jobs[i] = lite.NewJob{Kind: "demo", Payload: fmt.Appendf(nil, "job %d", i+1)}
 	}
 	if _, err := q.EnqueueBatch(ctx, jobs); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	say("enqueued %d jobs into %s", c.Jobs, c.File)
+	out := env.Stdout
+	fmt.Fprintf(out, "enqueued %d jobs into %s; starting %d worker processes\n\n", c.Jobs, c.File, c.Workers)
 
-	leaseAs := func(worker string) (*lite.Job, error) {
-		got, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"emails"}, LockedBy: worker})
-		if err != nil || len(got) == 0 {
-			return nil, errors.Join(err, errors.New("demo: no job to lease"))
+	workers, err := c.startWorkers()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, w := range workers {
+			w.cmd.Process.Signal(syscall.SIGCONT)
+			w.cmd.Process.Kill()
+			w.cmd.Wait()
 		}
-		return got[0], nil
-	}
-	a, err := leaseAs("worker-A")
-	if err != nil {
+	}()
+	if err := c.play(ctx, q, out, workers); err != nil {
 		return err
 	}
-	say("worker A leased job %d at generation %d, then froze: no more heartbeats", a.ID, a.Generation)
-
-	select {
-	case <-time.After(c.StaleAfter + c.StaleAfter/2):
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, w := range workers[1:] {
+		w.cmd.Process.Signal(syscall.SIGTERM)
+		w.cmd.Wait()
 	}
-	reclaimed, err := q.ReclaimOrphaned(ctx, c.StaleAfter)
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	for _, r := range reclaimed {
-		say("recoverStale: job %d's heartbeat lapsed for over %s; it is %s again at generation %d",
-			r.JobID, c.StaleAfter, r.State, r.Generation)
-	}
-	b, err := leaseAs("worker-B")
-	if err != nil {
-		return err
-	}
-	say("worker B leased job %d at generation %d", b.ID, b.Generation)
-	if err := q.AckDone(ctx, b.Lease(), []byte("sent by B")); err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	say("worker B acked job %d: done", b.ID)
-
-	err = q.AckDone(ctx, a.Lease(), []byte("sent by A"))
-	if !errors.Is(err, lite.ErrLeaseLost) {
-		return fmt.Errorf("demo: worker A's stale ack was not rejected: %v", err)
-	}
-	say("worker A woke up and acked job %d at generation %d: rejected (%v); B's result stands", a.ID, a.Generation, err)
-
-	if err := drain(ctx, q, 3); err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	say("three workers drained the rest\n")
-	return printJobs(ctx, q, out)
+	return c.summarize(ctx, q, out, workers)
 }
 
-// drain runs n workers that ack every job until the queue is empty.
-func drain(ctx context.Context, q *lite.Queue, n int) error {
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			worker := fmt.Sprintf("worker-%c", 'C'+i)
-			for {
-				jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"emails"}, Max: 2, LockedBy: worker})
-				if err != nil || len(jobs) == 0 {
-					errs[i] = err
-					return
-				}
-				for _, j := range jobs {
-					if err := q.AckDone(ctx, j.Lease(), []byte("sent by "+worker[len("worker-"):])); err != nil {
-						errs[i] = err
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+type demoWorker struct {
+	cmd  *exec.Cmd
+	logs *lockedBuffer
 }
 
-func printJobs(ctx context.Context, q *lite.Queue, out interface{ Write([]byte) (int, error) }) error {
-	jobs, err := q.List(ctx, lite.ListFilter{Limit: 1000})
+func (c *DemoCmd) startWorkers() ([]*demoWorker, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	var workers []*demoWorker
+	for range c.Workers {
+		w := &demoWorker{logs: &lockedBuffer{}}
+		w.cmd = exec.Command(exe, "--db", c.File, "--log-level", "warn", "work", "-c", "4",
+			"--heartbeat", "200ms", "--stale-after", demoStaleAfter.String(), "--grace", "1s", "--",
+			"sh", "-c", `sleep 0.3; printf 'ran at generation %s' "$LITE_JOB_GENERATION"`)
+		w.cmd.Stderr = w.logs
+		if err := w.cmd.Start(); err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		workers = append(workers, w)
+	}
+	return workers, nil
+}
+
+// play prints a live table and, as the jobs go, kills worker 1 while it
+// holds jobs and freezes worker 2 for twice its stale-after.
+func (c *DemoCmd) play(ctx context.Context, q *lite.Queue, out io.Writer, workers []*demoWorker) error {
+	start := time.Now()
+	victim, frozen := workers[0], workers[1]
+	var killed bool
+	var frozenAt time.Time
+	var thawed bool
+	fmt.Fprintf(out, "%7s  %9s  %7s  %4s  %s\n", "time", "available", "running", "done", "event")
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		counts, err := demoCounts(ctx, q)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		var events []string
+		done := int(counts[lite.StateDone])
+		switch {
+		case !killed && done >= c.Jobs/10 && holds(ctx, q, victim) > 0:
+			held := holds(ctx, q, victim)
+			victim.cmd.Process.Signal(syscall.SIGKILL)
+			victim.cmd.Wait()
+			killed = true
+			events = append(events, fmt.Sprintf("SIGKILL worker 1 (pid %d) holding %d jobs", victim.cmd.Process.Pid, held))
+		case killed && frozenAt.IsZero() && done >= c.Jobs/5 && holds(ctx, q, frozen) > 0:
+			frozen.cmd.Process.Signal(syscall.SIGSTOP)
+			frozenAt = time.Now()
+			events = append(events, fmt.Sprintf("SIGSTOP worker 2 (pid %d): frozen, holding %d jobs", frozen.cmd.Process.Pid, holds(ctx, q, frozen)))
+		case !frozenAt.IsZero() && !thawed && time.Since(frozenAt) > 2*demoStaleAfter:
+			frozen.cmd.Process.Signal(syscall.SIGCONT)
+			thawed = true
+			events = append(events, "SIGCONT worker 2: it wakes up and acks leases that were reclaimed")
+		}
+		finished := done == c.Jobs && (frozenAt.IsZero() || thawed)
+		if len(events) > 0 || n%5 == 0 || finished {
+			fmt.Fprintf(out, "%6.1fs  %9d  %7d  %4d  %s\n", time.Since(start).Seconds(),
+				counts[lite.StateAvailable], counts[lite.StateRunning], done, strings.Join(events, "; "))
+		}
+		if finished {
+			// Give the thawed worker a moment to try its stale acks.
+			time.Sleep(500 * time.Millisecond)
+			return nil
+		}
+	}
+}
+
+func demoCounts(ctx context.Context, q *lite.Queue) (map[lite.State]int64, error) {
+	stats, err := q.Stats(ctx)
+	if err != nil || len(stats) == 0 {
+		return map[lite.State]int64{}, err
+	}
+	return stats[0].Counts, nil
+}
+
+// holds counts the running jobs a worker process holds.
+func holds(ctx context.Context, q *lite.Queue, w *demoWorker) int {
+	running, err := q.List(ctx, lite.ListFilter{State: lite.StateRunning, Limit: 1000})
+	if err != nil {
+		return 0
+	}
+	pid := fmt.Sprintf(":%d:", w.cmd.Process.Pid)
+	n := 0
+	for _, j := range running {
+		if strings.Contains(j.LockedBy, pid) {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *DemoCmd) summarize(ctx context.Context, q *lite.Queue, out io.Writer, workers []*demoWorker) error {
+	jobs, err := q.List(ctx, lite.ListFilter{Limit: c.Jobs})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tGENERATION\tATTEMPTS\tLOCKED BY\tRESULT")
+	var done, final int
+	var reclaimed []*lite.Job
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", j.ID, j.State, j.Generation, j.Attempts, j.LockedBy, j.Result)
+		if j.State == lite.StateDone {
+			done++
+		}
+		if string(j.Result) == fmt.Sprintf("ran at generation %d", j.Generation) {
+			final++
+		}
+		if j.Generation > 1 {
+			reclaimed = append(reclaimed, j)
+		}
 	}
-	return tw.Flush()
+	fmt.Fprintf(out, "\n%d of %d jobs done; %d with the result of their final generation\n", done, c.Jobs, final)
+	fmt.Fprintf(out, "%d jobs were reclaimed and ran again under a new generation:\n", len(reclaimed))
+	for _, j := range reclaimed {
+		why := ""
+		if len(j.Errors) > 0 {
+			why = j.Errors[len(j.Errors)-1].Error
+		}
+		fmt.Fprintf(out, "  job %-4d generation %d, attempt %d: %s\n", j.ID, j.Generation, j.Attempts, why)
+	}
+	var skipped []string
+	for _, w := range workers {
+		for line := range strings.Lines(w.logs.String()) {
+			if strings.Contains(line, "stale ack skipped") {
+				skipped = append(skipped, strings.TrimSpace(line))
+			}
+		}
+	}
+	fmt.Fprintf(out, "%d stale acks from the frozen worker were skipped, none applied:\n", len(skipped))
+	for _, line := range skipped {
+		fmt.Fprintf(out, "  %s\n", line)
+	}
+	if done != c.Jobs || final != c.Jobs {
+		return errors.New("demo: not every job was done once with its final generation's result")
+	}
+	fmt.Fprintf(out, "\nevery job done once. Look around: lite --db %s ls, lite --db %s show %d\n", c.File, c.File, firstID(reclaimed))
+	return nil
+}
+
+func firstID(jobs []*lite.Job) int64 {
+	if len(jobs) == 0 {
+		return 1
+	}
+	return jobs[0].ID
+}
+
+// lockedBuffer collects a child's stderr while the demo reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
