@@ -33,6 +33,9 @@ CREATE TABLE lite_jobs (
 CREATE INDEX lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
     where state = 'available';
 
+CREATE INDEX lite_jobs_ready on lite_jobs (priority desc, run_at, id)
+    where state = 'available';
+
 CREATE INDEX lite_jobs_running on lite_jobs (heartbeat_at)
     where state = 'running';
 

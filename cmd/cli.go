@@ -51,6 +51,9 @@ type CLI struct {
 	Purge   PurgeCmd   `cmd:"" help:"Delete finished jobs older than a duration."`
 	Demo    DemoCmd    `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
 	Schema  SchemaCmd  `cmd:"" help:"Print the SQL schema of a lite database."`
+	Bench   BenchCmd   `cmd:"" help:"Measure lite against the raw SQLite limits of this machine."`
+
+	BenchChild BenchChildCmd `cmd:"" name:"bench-child" hidden:""`
 }
 
 // UsageError is an error in how lite was called: exit code 2.

@@ -3,6 +3,7 @@ package lite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -67,6 +68,41 @@ func (q *Queue) checkResult(l Lease, result []byte) error {
 func (q *Queue) ackDone(ctx context.Context, c conn, l Lease, result []byte) error {
 	res, err := c.ExecContext(ctx, ackDoneSQL, result, q.nowMillis(), l.JobID, l.Generation)
 	return checkOwned(res, err, l)
+}
+
+// Done is one AckDoneMany entry: a lease and the result to record.
+type Done struct {
+	Lease  Lease
+	Result []byte
+}
+
+// AckDoneMany acks many leases done in one transaction: a group commit.
+// Each ack is fenced on its own; the result has one entry per ack, nil or
+// ErrLeaseLost (or ErrTooLarge), valid only when the returned error is
+// nil, that is, once the transaction committed.
+func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
+	results := make([]error, len(acks))
+	if _, err := q.stmts.prepare(ctx, ackDoneSQL); err != nil {
+		return nil, fmt.Errorf("ack done: %w", err)
+	}
+	err := q.withTx(ctx, func(tx txConn) error {
+		for i, a := range acks {
+			if err := q.checkResult(a.Lease, a.Result); err != nil {
+				results[i] = err
+				continue
+			}
+			err := q.ackDone(ctx, tx, a.Lease, a.Result)
+			if err != nil && !errors.Is(err, ErrLeaseLost) {
+				return err
+			}
+			results[i] = err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ack done: %w", err)
+	}
+	return results, nil
 }
 
 // Complete runs fn in the transaction that marks the leased job done, so

@@ -27,30 +27,54 @@ const uuidV4SQL = `lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4'
     substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) ||
     substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`
 
-// leaseSQL claims up to N available jobs in one statement. The filters vary
-// with the request, so there are four texts, each prepared once.
-func leaseSQL(byQueue, byKind bool) string {
-	var filter strings.Builder
-	if byQueue {
-		filter.WriteString(" and queue in (select value from json_each(?))")
+// queueFilter picks how a lease names its queues. One queue is an
+// equality, so the lease walks lite_jobs_available in lease order and
+// stops after N rows; a list of queues needs a sort of their available
+// jobs.
+type queueFilter int
+
+const (
+	anyQueue queueFilter = iota
+	oneQueue
+	someQueues
+)
+
+func filterFor(queues []string) queueFilter {
+	switch len(queues) {
+	case 0:
+		return anyQueue
+	case 1:
+		return oneQueue
 	}
+	return someQueues
+}
+
+// leaseSQL claims up to N available jobs in one statement. The filters vary
+// with the request, so there are six texts, each prepared once.
+func leaseSQL(queues queueFilter, byKind bool) string {
+	filter := [...]string{
+		anyQueue:   "",
+		oneQueue:   " and queue = ?",
+		someQueues: " and queue in (select value from json_each(?))",
+	}[queues]
 	if byKind {
-		filter.WriteString(" and kind in (select value from json_each(?))")
+		filter += " and kind in (select value from json_each(?))"
 	}
 	return `update lite_jobs
 set state = 'running', generation = generation + 1, attempts = attempts + 1,
     lease_token = ` + uuidV4SQL + `, locked_by = ?, leased_at = ?, heartbeat_at = ?
 where id in (
     select id from lite_jobs
-    where state = 'available' and run_at <= ?` + filter.String() + `
+    where state = 'available' and run_at <= ?` + filter + `
     order by priority desc, run_at, id
     limit ?)
 returning ` + jobColumns
 }
 
-var leaseSQLs = [2][2]string{
-	{leaseSQL(false, false), leaseSQL(false, true)},
-	{leaseSQL(true, false), leaseSQL(true, true)},
+var leaseSQLs = [3][2]string{
+	{leaseSQL(anyQueue, false), leaseSQL(anyQueue, true)},
+	{leaseSQL(oneQueue, false), leaseSQL(oneQueue, true)},
+	{leaseSQL(someQueues, false), leaseSQL(someQueues, true)},
 }
 
 // Lease claims up to req.Max available jobs whose run_at has come, highest
@@ -76,15 +100,18 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 	}
 	now := q.nowMillis()
 	args := []any{req.LockedBy, now, now, now}
-	byQueue, byKind := len(req.Queues) > 0, len(req.Kinds) > 0
-	if byQueue {
+	queues, byKind := filterFor(req.Queues), len(req.Kinds) > 0
+	switch queues {
+	case oneQueue:
+		args = append(args, req.Queues[0])
+	case someQueues:
 		args = append(args, jsonList(req.Queues))
 	}
 	if byKind {
 		args = append(args, jsonList(req.Kinds))
 	}
 	args = append(args, req.Max)
-	rows, err := q.writer().QueryContext(ctx, leaseSQLs[b2i(byQueue)][b2i(byKind)], args...)
+	rows, err := q.writer().QueryContext(ctx, leaseSQLs[queues][b2i(byKind)], args...)
 	if err != nil {
 		return nil, err
 	}

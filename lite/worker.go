@@ -111,7 +111,8 @@ type Worker struct {
 	freed  chan struct{}  // a slot freed; buffered, never blocks
 	wg     sync.WaitGroup // handler goroutines
 
-	idleHook func() // tests: called each time the loop goes to sleep
+	acks     atomic.Pointer[completer] // group commit of done-acks while running
+	idleHook func()                    // tests: called each time the loop goes to sleep
 }
 
 // run is one job in a handler.
@@ -217,12 +218,14 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 	stopOnCancel := context.AfterFunc(ctx, func() { stopHandlers(ErrShutdown) })
 	defer stopOnCancel()
 	stopBeats := w.every(ctx, w.opts.HeartbeatInterval, w.heartbeatLogged)
+	stopAcks := w.startAcks()
 
 	runs := make([]*run, len(jobs))
 	for i, j := range jobs {
 		runs[i] = w.start(handlerCtx, j)
 	}
 	w.wg.Wait()
+	stopAcks()
 	stopBeats()
 
 	rep := Report{Leased: len(jobs)}
@@ -264,26 +267,33 @@ func (w *Worker) Run(ctx context.Context) error {
 	background := context.WithoutCancel(ctx)
 	stopBeats := w.every(background, w.opts.HeartbeatInterval, w.heartbeatLogged)
 	stopReclaims := w.every(background, w.opts.ReclaimInterval, w.reclaimLogged)
+	stopAcks := w.startAcks()
 
 	w.loop(ctx, handlerCtx, watcher)
 	stopReclaims()
 	w.shutdown(stopHandlers)
+	stopAcks()
 	stopBeats()
 	return nil
 }
 
 // loop leases whenever slots are free and work may be there: after a
 // wake-up from this process, a commit seen by the watcher, a freed slot,
-// or the earliest scheduled run_at.
+// or the earliest scheduled run_at. While a backlog waits and handlers
+// run, it leases only once a quarter of the slots are free: one lease
+// statement per freed slot would cost more than the jobs.
 func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher) {
 	var nextRunAt time.Time
+	var backlog bool // the last lease filled every slot it asked for
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	queues, kinds := w.opts.Queues, w.kinds()
+	batch := max(1, w.opts.Concurrency/4)
 	for {
 		wake := w.q.wakeup.wait()
-		if free := w.free(); free > 0 {
+		if free := w.free(); free > 0 && (free >= batch || free == w.opts.Concurrency || !backlog) {
 			jobs, err := w.lease(ctx, free)
+			backlog = err == nil && len(jobs) == free
 			if ctx.Err() != nil {
 				return
 			}
@@ -452,7 +462,23 @@ func (w *Worker) ackDone(ctx context.Context, l Lease, done success) error {
 	if done.writes != nil {
 		return w.q.complete(ctx, l, done.result, done.writes)
 	}
+	if c := w.acks.Load(); c != nil {
+		if err := c.ack(l, done.result); !errors.Is(err, errCompleterStopped) {
+			return err
+		}
+	}
 	return w.q.AckDone(ctx, l, done.result)
+}
+
+// startAcks starts group commit for the worker's run; the returned stop
+// writes what is queued and ends it.
+func (w *Worker) startAcks() (stop func()) {
+	c := w.q.startCompleter()
+	w.acks.Store(c)
+	return func() {
+		w.acks.Store(nil)
+		c.stop()
+	}
 }
 
 // Heartbeat renews every lease the worker holds, in one statement, and

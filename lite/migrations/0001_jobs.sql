@@ -26,8 +26,12 @@ create table lite_jobs (
 ) strict;
 
 -- The hot paths read only these partial indexes, so millions of finished
--- jobs in the table do not slow leasing or reclaiming.
+-- jobs in the table do not slow leasing or reclaiming. Leases walk an
+-- index in lease order and stop after N rows: by queue for one queue,
+-- across queues for every queue.
 create index lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
+    where state = 'available';
+create index lite_jobs_ready on lite_jobs (priority desc, run_at, id)
     where state = 'available';
 create index lite_jobs_running on lite_jobs (heartbeat_at)
     where state = 'running';

@@ -1,0 +1,451 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/liteq/lite/lite"
+)
+
+// BenchCmd measures lite against the raw SQLite limits of this machine,
+// measured in the same run with the same pragmas.
+type BenchCmd struct {
+	Dir       string        `type:"path" help:"Directory for the bench files (default: a temporary one, removed after)."`
+	Duration  time.Duration `default:"1s" help:"How long each throughput figure runs."`
+	Sync      []string      `default:"normal,full" enum:"normal,full" help:"Durability modes to measure."`
+	Processes int           `default:"4" help:"Processes sharing one file in the multi-process figure."`
+	BigRows   int           `default:"1000000" help:"Finished rows in the big-table figure (plus a tenth as many dead)."`
+	Samples   int           `default:"200" help:"Jobs per latency figure."`
+}
+
+// benchRow is one figure of the report.
+type benchRow struct {
+	Sync    string  `json:"sync"`
+	Figure  string  `json:"figure"`
+	Value   float64 `json:"value"`
+	Unit    string  `json:"unit"`
+	Ratio   float64 `json:"ratio,omitempty"`
+	Against string  `json:"against,omitempty"`
+	Target  string  `json:"target,omitempty"`
+	Met     *bool   `json:"met,omitempty"`
+}
+
+type benchRun struct {
+	c    *BenchCmd
+	dir  string
+	sync lite.Synchronous
+	name string
+	rows []benchRow
+	refs map[string]float64
+}
+
+// Run measures every figure and prints the table, or JSON with --json.
+func (c *BenchCmd) Run(ctx context.Context, env Env, g *Globals) error {
+	dir := c.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "lite-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	var rows []benchRow
+	for _, name := range c.Sync {
+		r := &benchRun{c: c, dir: filepath.Join(dir, name), name: name, refs: map[string]float64{},
+			sync: map[string]lite.Synchronous{"normal": lite.SyncNormal, "full": lite.SyncFull}[name]}
+		if err := os.MkdirAll(r.dir, 0o700); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stderr, "measuring synchronous=%s…\n", name)
+		if err := r.all(ctx); err != nil {
+			return fmt.Errorf("bench %s: %w", name, err)
+		}
+		rows = append(rows, r.rows...)
+	}
+	var self, children syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	rows = append(rows,
+		benchRow{Sync: "-", Figure: "peak RSS of this process", Value: float64(self.Maxrss) / 1024, Unit: "MiB"},
+		benchRow{Sync: "-", Figure: "peak RSS of a child process", Value: float64(children.Maxrss) / 1024, Unit: "MiB"})
+	if g.JSON {
+		return writeJSON(env.Stdout, rows)
+	}
+	return printBench(env.Stdout, rows)
+}
+
+func (r *benchRun) add(row benchRow) {
+	row.Sync = r.name
+	r.rows = append(r.rows, row)
+}
+
+// ratio adds a rate figure with its ratio to a reference and its target.
+func (r *benchRun) ratio(figure string, rate float64, against string, target float64) {
+	ratio := rate / r.refs[against]
+	met := ratio >= target
+	r.add(benchRow{Figure: figure, Value: rate, Unit: "jobs/s", Ratio: ratio, Against: against,
+		Target: fmt.Sprintf(">= %.1fx", target), Met: &met})
+}
+
+func (r *benchRun) all(ctx context.Context) error {
+	raw, err := openRaw(ctx, r.dir, r.sync)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	d := r.c.Duration
+	for _, ref := range []struct {
+		name string
+		run  func() (float64, error)
+	}{
+		{"raw insert", func() (float64, error) { return rawInsert(ctx, raw, d) }},
+		{"R1", func() (float64, error) { return rawNaive(ctx, raw, d) }},
+		{"R2", func() (float64, error) { return rawBatched(ctx, raw, d, r.prefill()) }},
+	} {
+		rate, err := ref.run()
+		if err != nil {
+			return fmt.Errorf("%s: %w", ref.name, err)
+		}
+		r.refs[ref.name] = rate
+		r.add(benchRow{Figure: ref.name + " " + map[string]string{"raw insert": "(autocommit, SQLite alone)",
+			"R1": "(insert, claim, complete: 3 transactions per job)", "R2": "(claim 100, complete 100 per transaction)"}[ref.name],
+			Value: rate, Unit: "jobs/s"})
+	}
+
+	single, batch, err := r.enqueue(ctx)
+	if err != nil {
+		return err
+	}
+	r.ratio("enqueue, one per call", single, "raw insert", 0.9)
+	r.ratio("enqueue, batches of 1000", batch, "raw insert", 3)
+
+	empty := 0.0
+	for _, c := range []struct {
+		n       int
+		against string
+		target  float64
+	}{{1, "R1", 1}, {16, "R2", 0.6}, {256, "R2", 0.9}} {
+		rate, err := r.workerRate(ctx, fmt.Sprintf("worker-%d.db", c.n), c.n, 0)
+		if err != nil {
+			return err
+		}
+		r.ratio(fmt.Sprintf("worker, no-op handler, concurrency %d", c.n), rate, c.against, c.target)
+		empty = rate
+	}
+	r.refs["empty table"] = empty
+	big, err := r.workerRate(ctx, "big.db", 256, r.c.BigRows)
+	if err != nil {
+		return err
+	}
+	r.ratio(fmt.Sprintf("worker, concurrency 256, %d finished + %d dead rows", r.c.BigRows, r.c.BigRows/10),
+		big, "empty table", 0.9)
+
+	if err := r.latency(ctx); err != nil {
+		return err
+	}
+	return r.processes(ctx)
+}
+
+func (r *benchRun) prefill() int {
+	if r.sync == lite.SyncFull {
+		return 100_000
+	}
+	return 300_000
+}
+
+func (r *benchRun) open(ctx context.Context, file string) (*lite.Queue, error) {
+	return lite.Open(ctx, filepath.Join(r.dir, file), lite.Options{Synchronous: r.sync})
+}
+
+func (r *benchRun) enqueue(ctx context.Context) (single, batch float64, err error) {
+	q, err := r.open(ctx, "enqueue.db")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer q.Close()
+	job := lite.NewJob{Queue: "bench", Kind: "noop", Payload: []byte("{}")}
+	single, err = timed(r.c.Duration, func() (int, error) {
+		_, err := q.Enqueue(ctx, job)
+		return 1, err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	jobs := slices.Repeat([]lite.NewJob{job}, 1000)
+	batch, err = timed(r.c.Duration, func() (int, error) {
+		_, err := q.EnqueueBatch(ctx, jobs)
+		return len(jobs), err
+	})
+	return single, batch, err
+}
+
+// fill inserts n jobs in state straight into lite's table, far faster
+// than enqueueing them, to set up a run.
+func fill(ctx context.Context, q *lite.Queue, n int, state lite.State) error {
+	now := time.Now().UnixMilli()
+	_, err := q.DB().ExecContext(ctx, `with recursive n(i) as (select 1 union all select i + 1 from n where i < ?1)
+insert into lite_jobs (queue, kind, payload, state, run_at, max_attempts, created_at, finished_at)
+select 'bench', 'noop', x'7b7d', ?2, ?3, 1, ?3, case when ?2 = 'available' then null else ?3 end from n`,
+		n, string(state), now)
+	return err
+}
+
+// workerRate prefills jobs (after big finished and big/10 dead rows) and
+// measures how fast a worker with a no-op handler drains them.
+func (r *benchRun) workerRate(ctx context.Context, file string, concurrency, big int) (float64, error) {
+	q, err := r.open(ctx, file)
+	if err != nil {
+		return 0, err
+	}
+	defer q.Close()
+	if big > 0 {
+		if err := errors.Join(fill(ctx, q, big, lite.StateDone), fill(ctx, q, big/10, lite.StateDead)); err != nil {
+			return 0, err
+		}
+	}
+	if err := fill(ctx, q, r.prefill(), lite.StateAvailable); err != nil {
+		return 0, err
+	}
+	return drain(ctx, q, concurrency, r.c.Duration, io.Discard)
+}
+
+// drain runs a worker with a no-op handler for d and returns its rate.
+func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration, logs io.Writer) (float64, error) {
+	var done atomic.Int64
+	w, err := lite.NewWorker(q, lite.WorkerOptions{
+		Concurrency: concurrency,
+		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		OnEvent: func(ev lite.Event) {
+			if ev.Kind == lite.EventDone {
+				done.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+	ctx, stop := context.WithCancel(ctx)
+	finished := make(chan error, 1)
+	start := time.Now()
+	go func() { finished <- w.Run(ctx) }()
+	time.Sleep(d)
+	n := done.Load()
+	elapsed := time.Since(start)
+	stop()
+	if err := <-finished; err != nil {
+		return 0, err
+	}
+	return float64(n) / elapsed.Seconds(), nil
+}
+
+// latency measures enqueue-to-handler-start for an idle worker, in this
+// process and from a child process.
+func (r *benchRun) latency(ctx context.Context) error {
+	q, err := r.open(ctx, "latency.db")
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	starts := make(chan time.Duration, r.c.Samples)
+	w, err := lite.NewWorker(q, lite.WorkerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	w.Handle(lite.AnyKind, func(_ context.Context, job *lite.Job) error {
+		stamp, _ := strconv.ParseInt(string(job.Payload), 10, 64)
+		starts <- time.Since(time.Unix(0, stamp))
+		return nil
+	})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go w.Run(runCtx)
+
+	inProcess := make([]time.Duration, r.c.Samples)
+	for i := range inProcess {
+		if _, err := q.Enqueue(ctx, lite.NewJob{Payload: strconv.AppendInt(nil, time.Now().UnixNano(), 10)}); err != nil {
+			return err
+		}
+		inProcess[i] = <-starts
+	}
+	r.addLatency("latency, same process", inProcess, "p50 < 0.5 ms, p99 < 2 ms", 0.5, 2)
+
+	child, err := benchChild(ctx, q, r.name, "latency", strconv.Itoa(r.c.Samples))
+	if err != nil {
+		return err
+	}
+	crossProcess := make([]time.Duration, r.c.Samples)
+	for i := range crossProcess {
+		select {
+		case crossProcess[i] = <-starts:
+		case <-time.After(10 * time.Second):
+			return errors.New("latency: the child's jobs stopped coming")
+		}
+	}
+	if _, err := child.wait(); err != nil {
+		return err
+	}
+	r.addLatency("latency, another process", crossProcess, "p50 < 5 ms, p99 < 15 ms", 5, 15)
+	return nil
+}
+
+func (r *benchRun) addLatency(figure string, lat []time.Duration, target string, p50, p99 float64) {
+	slices.Sort(lat)
+	at := func(p float64) float64 {
+		return float64(lat[int(p*float64(len(lat)-1))]) / float64(time.Millisecond)
+	}
+	met := at(0.5) < p50 && at(0.99) < p99
+	r.add(benchRow{Figure: figure + fmt.Sprintf(" (p99 %.2f ms, max %.2f ms)", at(0.99), at(1)),
+		Value: at(0.5), Unit: "ms p50", Target: target, Met: &met})
+}
+
+// processes compares several processes draining one file with one.
+func (r *benchRun) processes(ctx context.Context) error {
+	rate := func(n int) (float64, int, error) {
+		q, err := r.open(ctx, fmt.Sprintf("procs-%d.db", n))
+		if err != nil {
+			return 0, 0, err
+		}
+		defer q.Close()
+		if err := fill(ctx, q, r.prefill(), lite.StateAvailable); err != nil {
+			return 0, 0, err
+		}
+		var children []*childProc
+		for range n {
+			c, err := benchChild(ctx, q, r.name, "drain", r.c.Duration.String())
+			if err != nil {
+				return 0, 0, err
+			}
+			children = append(children, c)
+		}
+		total, busy := 0.0, 0
+		for _, c := range children {
+			out, err := c.wait()
+			if err != nil {
+				return 0, 0, err
+			}
+			var jobsPerSec float64
+			var errs int
+			if _, err := fmt.Sscan(out, &jobsPerSec, &errs); err != nil {
+				return 0, 0, fmt.Errorf("child said %q: %w", out, err)
+			}
+			total += jobsPerSec
+			busy += errs
+		}
+		return total, busy, nil
+	}
+	one, _, err := rate(1)
+	if err != nil {
+		return err
+	}
+	r.refs["one process"] = one
+	many, busy, err := rate(r.c.Processes)
+	if err != nil {
+		return err
+	}
+	r.ratio(fmt.Sprintf("%d processes on one file, concurrency 64 each (%d busy errors logged)", r.c.Processes, busy),
+		many, "one process", 0.9)
+	return nil
+}
+
+type childProc struct {
+	cmd *exec.Cmd
+	out strings.Builder
+}
+
+// benchChild starts this binary as a bench child on q's file.
+func benchChild(ctx context.Context, q *lite.Queue, sync, mode, arg string) (*childProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	var path string
+	if err := q.DB().QueryRowContext(ctx, `select file from pragma_database_list where name = 'main'`).Scan(&path); err != nil {
+		return nil, err
+	}
+	c := &childProc{cmd: exec.CommandContext(ctx, exe, "--db", path, "bench-child", "--sync", sync, mode, arg)}
+	c.cmd.Stdout = &c.out
+	c.cmd.Stderr = os.Stderr
+	return c, c.cmd.Start()
+}
+
+func (c *childProc) wait() (string, error) {
+	if err := c.cmd.Wait(); err != nil {
+		return "", fmt.Errorf("bench child: %w", err)
+	}
+	return strings.TrimSpace(c.out.String()), nil
+}
+
+// BenchChildCmd is the other process of lite bench's cross-process figures.
+type BenchChildCmd struct {
+	Sync string `enum:"normal,full" default:"normal"`
+	Mode string `arg:"" enum:"latency,drain"`
+	Arg  string `arg:""`
+}
+
+// Run enqueues paced jobs stamped with their time (latency), or drains
+// jobs for a duration and prints its rate and how many busy errors its
+// worker logged (drain).
+func (c *BenchChildCmd) Run(ctx context.Context, env Env, g *Globals) error {
+	sync := map[string]lite.Synchronous{"normal": lite.SyncNormal, "full": lite.SyncFull}[c.Sync]
+	q, err := lite.Open(ctx, g.DB, lite.Options{Synchronous: sync})
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	if c.Mode == "latency" {
+		n, err := strconv.Atoi(c.Arg)
+		if err != nil {
+			return err
+		}
+		for range n {
+			if _, err := q.Enqueue(ctx, lite.NewJob{Payload: strconv.AppendInt(nil, time.Now().UnixNano(), 10)}); err != nil {
+				return err
+			}
+			time.Sleep(20 * time.Millisecond) // let the worker go idle again
+		}
+		return nil
+	}
+	d, err := time.ParseDuration(c.Arg)
+	if err != nil {
+		return err
+	}
+	logs := &lockedBuffer{}
+	rate, err := drain(ctx, q, 64, d, logs)
+	if err != nil {
+		return err
+	}
+	busy := strings.Count(logs.String(), "database is locked") + strings.Count(logs.String(), "SQLITE_BUSY")
+	_, err = fmt.Fprintf(env.Stdout, "%f %d\n", rate, busy)
+	return err
+}
+
+func printBench(w io.Writer, rows []benchRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "sync\tvalue\tunit\tratio\ttarget\tmet\t figure")
+	for _, r := range rows {
+		ratio, met := "", ""
+		if r.Ratio != 0 {
+			ratio = fmt.Sprintf("%.2fx %s", r.Ratio, r.Against)
+		}
+		if r.Met != nil {
+			met = map[bool]string{true: "yes", false: "NO"}[*r.Met]
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\t%s\t%s\t %s\n", r.Sync, r.Value, r.Unit, ratio, r.Target, met, r.Figure)
+	}
+	return tw.Flush()
+}
