@@ -3,6 +3,8 @@ package lite
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -76,31 +78,57 @@ type Done struct {
 	Result []byte
 }
 
-// AckDoneMany acks many leases done in one transaction: a group commit.
-// Each ack is fenced on its own; the result has one entry per ack, nil or
-// ErrLeaseLost (or ErrTooLarge), valid only when the returned error is
-// nil, that is, once the transaction committed.
+// ackDoneManySQL acks a list of leases in one statement; each row of the
+// list is fenced on its own, and the rows it returns are the acks that
+// held. Results travel as hex, since JSON cannot carry bytes.
+const ackDoneManySQL = `update lite_jobs
+set state = 'done', result = unhex(a.value ->> 2), finished_at = ?
+from json_each(?) as a
+where lite_jobs.id = a.value ->> 0 and lite_jobs.generation = a.value ->> 1 and lite_jobs.state = 'running'
+returning lite_jobs.id, lite_jobs.generation`
+
+// AckDoneMany acks many leases done in one statement: a group commit.
+// Each ack is fenced on its own; the result has one entry per ack: nil,
+// ErrLeaseLost or ErrTooLarge. It is valid only when the returned error
+// is nil, that is, once the statement committed.
 func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	results := make([]error, len(acks))
-	if _, err := q.stmts.prepare(ctx, ackDoneSQL); err != nil {
-		return nil, fmt.Errorf("ack done: %w", err)
-	}
-	err := q.withTx(ctx, func(tx txConn) error {
-		for i, a := range acks {
-			if err := q.checkResult(a.Lease, a.Result); err != nil {
-				results[i] = err
-				continue
-			}
-			err := q.ackDone(ctx, tx, a.Lease, a.Result)
-			if err != nil && !errors.Is(err, ErrLeaseLost) {
-				return err
-			}
+	list := make([][3]any, 0, len(acks))
+	for i, a := range acks {
+		if err := q.checkResult(a.Lease, a.Result); err != nil {
 			results[i] = err
+			continue
 		}
-		return nil
-	})
+		var result any // null stays null; bytes go as hex
+		if a.Result != nil {
+			result = hex.EncodeToString(a.Result)
+		}
+		list = append(list, [3]any{a.Lease.JobID, a.Lease.Generation, result})
+	}
+	encoded, err := json.Marshal(list)
 	if err != nil {
 		return nil, fmt.Errorf("ack done: %w", err)
+	}
+	rows, err := q.writer().QueryContext(ctx, ackDoneManySQL, q.nowMillis(), string(encoded))
+	if err != nil {
+		return nil, fmt.Errorf("ack done: %w", err)
+	}
+	acked := make(map[[2]int64]bool, len(acks))
+	for rows.Next() {
+		var pair [2]int64
+		if err := rows.Scan(&pair[0], &pair[1]); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("ack done: %w", err)
+		}
+		acked[pair] = true
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("ack done: %w", err)
+	}
+	for i, a := range acks {
+		if results[i] == nil && !acked[[2]int64{a.Lease.JobID, a.Lease.Generation}] {
+			results[i] = leaseLost(a.Lease)
+		}
 	}
 	return results, nil
 }

@@ -64,6 +64,13 @@ var ownerWrites = []ownerWrite{
 		}
 		return errs[0]
 	}},
+	{"ack-done-many", func(ctx context.Context, q *lite.Queue, l lite.Lease) error {
+		errs, err := q.AckDoneMany(ctx, []lite.Done{{Lease: l, Result: []byte("stale result")}})
+		if err != nil {
+			return err
+		}
+		return errs[0]
+	}},
 	{"release", func(ctx context.Context, q *lite.Queue, l lite.Lease) error {
 		return q.Release(ctx, l)
 	}},
@@ -184,6 +191,9 @@ func TestStaleAckNeverTouchesTheSuccessor(t *testing.T) {
 			is.True(errors.Is(q.AckDone(ctx, a.Lease(), []byte("A")), lite.ErrLeaseLost))
 			is.True(errors.Is(q.AckFailed(ctx, a.Lease(), errors.New("A failed")), lite.ErrLeaseLost))
 			is.True(errors.Is(q.Release(ctx, a.Lease()), lite.ErrLeaseLost))
+			errs, err = q.AckDoneMany(ctx, []lite.Done{{Lease: a.Lease(), Result: []byte("A")}})
+			is.NoErr(err)
+			is.True(errors.Is(errs[0], lite.ErrLeaseLost))
 			is.Equal(mustGet(t, q, id), running) // B still holds it, as it did
 
 			is.NoErr(q.AckDone(ctx, b.Lease(), []byte("B")))
@@ -433,6 +443,33 @@ func TestCompleteIsFenced(t *testing.T) {
 		is.Equal(j.State, lite.StateRunning)
 		is.NoErr(q.AckDone(t.Context(), a.Lease(), nil)) // the lease is still good
 	})
+}
+
+func TestAckDoneManyFencesEachAck(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, newFakeClock())
+	ctx := t.Context()
+	for range 3 {
+		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	}
+	jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"q"}, Max: 3})
+	is.NoErr(err)
+	_, err = q.ReleaseUnowned(ctx, jobs[1].ID)
+	is.NoErr(err)
+
+	errs, err := q.AckDoneMany(ctx, []lite.Done{
+		{Lease: jobs[0].Lease(), Result: []byte{0, 1, 2}},
+		{Lease: jobs[1].Lease(), Result: []byte("stale")},
+		{Lease: jobs[2].Lease()},
+	})
+	is.NoErr(err)
+	is.NoErr(errs[0])
+	is.True(errors.Is(errs[1], lite.ErrLeaseLost))
+	is.NoErr(errs[2])
+	is.Equal(mustGet(t, q, jobs[0].ID).Result, []byte{0, 1, 2}) // bytes survive the hex trip
+	is.Equal(mustGet(t, q, jobs[1].ID).State, lite.StateAvailable)
+	is.Equal(mustGet(t, q, jobs[2].ID).State, lite.StateDone)
+	is.Equal(mustGet(t, q, jobs[2].ID).Result, []byte(nil))
 }
 
 func TestPurgedIDsAreNeverReused(t *testing.T) {

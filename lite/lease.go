@@ -21,11 +21,12 @@ type LeaseRequest struct {
 	LockedBy string
 }
 
-// uuidV4SQL makes a random version 4 UUID per row, so that every job of
-// one lease statement gets its own token.
-const uuidV4SQL = `lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' ||
-    substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) ||
-    substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`
+// uuidV4SQL makes a random version 4 UUID per row from one randomblob,
+// so that every job of one lease statement gets its own token. The
+// subquery names the row's id so that SQLite runs it for each row.
+const uuidV4SQL = `(select lower(substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-4' || substr(h, 14, 3) || '-' ||
+        substr('89ab', 1 + (abs(random()) % 4), 1) || substr(h, 18, 3) || '-' || substr(h, 21, 12))
+    from (select hex(randomblob(16)) as h where lite_jobs.id is not null))`
 
 // queueFilter picks how a lease names its queues. One queue is an
 // equality, so the lease walks lite_jobs_available in lease order and

@@ -288,7 +288,7 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	queues, kinds := w.opts.Queues, w.kinds()
-	batch := max(1, w.opts.Concurrency/4)
+	batch := max(1, w.opts.Concurrency/2)
 	for {
 		wake := w.q.wakeup.wait()
 		if free := w.free(); free > 0 && (free >= batch || free == w.opts.Concurrency || !backlog) {
