@@ -421,3 +421,20 @@ func TestDemoKillsAndFreezesWorkersAndEveryJobIsDoneOnce(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "lite-demo.db"))
 	is.NoErr(err) // left for the user to look at
 }
+
+func TestBenchPrintsEveryFigure(t *testing.T) {
+	is := is.New(t)
+	var rows []struct {
+		Sync   string  `json:"sync"`
+		Figure string  `json:"figure"`
+		Value  float64 `json:"value"`
+		Ratio  float64 `json:"ratio"`
+	}
+	out := mustLite(t, filepath.Join(t.TempDir(), "unused.db"), "", "--json", "bench", "--sync", "normal",
+		"--duration", "50ms", "--big-rows", "2000", "--samples", "5", "--processes", "2", "--prefill", "20000", "--dir", t.TempDir())
+	is.NoErr(json.Unmarshal([]byte(out), &rows))
+	is.Equal(len(rows), 14) // 3 references, 9 of lite's figures, 2 of memory
+	for _, r := range rows {
+		is.True(r.Value > 0) // every figure was measured
+	}
+}

@@ -29,6 +29,7 @@ type BenchCmd struct {
 	Processes int           `default:"4" help:"Processes sharing one file in the multi-process figure."`
 	BigRows   int           `default:"1000000" help:"Finished rows in the big-table figure (plus a tenth as many dead)."`
 	Samples   int           `default:"200" help:"Jobs per latency figure."`
+	Prefill   int           `help:"Jobs waiting at the start of each throughput figure (default: 300k with NORMAL, 100k with FULL)."`
 }
 
 // benchRow is one figure of the report.
@@ -161,6 +162,9 @@ func (r *benchRun) all(ctx context.Context) error {
 }
 
 func (r *benchRun) prefill() int {
+	if r.c.Prefill > 0 {
+		return r.c.Prefill
+	}
 	if r.sync == lite.SyncFull {
 		return 100_000
 	}
