@@ -41,20 +41,27 @@ func (q *Queue) notify() { q.wakeup.wake() }
 // changeWatcher sees commits by other connections, in this process or
 // another, through PRAGMA data_version: a read of a counter in shared
 // memory, with no write and no table scan. The counter belongs to one
-// connection, so the watcher pins one.
+// connection. Open's writer is exactly one connection, and it misses
+// nothing: every commit of this process goes through it and wakes workers
+// directly. On a caller's *sql.DB the watcher pins a connection of its own.
+// It never takes one from the reader pool, which reads need.
 type changeWatcher struct {
-	conn *sql.Conn
+	src  queryer
+	conn *sql.Conn // pinned, on a caller's *sql.DB only
 	last int64
 }
 
 func (q *Queue) watchChanges(ctx context.Context) (*changeWatcher, error) {
-	c, err := q.r.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("watch changes: %w", err)
+	w := &changeWatcher{src: q.w}
+	if !q.owned {
+		c, err := q.w.Conn(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("watch changes: %w", err)
+		}
+		w.src, w.conn = c, c
 	}
-	w := &changeWatcher{conn: c}
 	if _, err := w.changed(ctx); err != nil {
-		c.Close()
+		w.close()
 		return nil, err
 	}
 	return w, nil
@@ -63,7 +70,7 @@ func (q *Queue) watchChanges(ctx context.Context) (*changeWatcher, error) {
 // changed reports whether another connection committed since the last call.
 func (w *changeWatcher) changed(ctx context.Context) (bool, error) {
 	var v int64
-	if err := w.conn.QueryRowContext(ctx, "pragma data_version").Scan(&v); err != nil {
+	if err := w.src.QueryRowContext(ctx, "pragma data_version").Scan(&v); err != nil {
 		return false, fmt.Errorf("watch changes: %w", err)
 	}
 	changed := v != w.last
@@ -71,7 +78,12 @@ func (w *changeWatcher) changed(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
-func (w *changeWatcher) close() error { return w.conn.Close() }
+func (w *changeWatcher) close() error {
+	if w.conn != nil {
+		return w.conn.Close()
+	}
+	return nil
+}
 
 // nextRunAt is the earliest run_at among available jobs a lease request
 // would take, or the zero time if there are none.

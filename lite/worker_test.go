@@ -484,6 +484,29 @@ func TestConcurrencyNeverExceedsItsLimit(t *testing.T) {
 	is.Equal(stats[0].Counts, map[lite.State]int64{lite.StateDone: int64(n)})
 }
 
+func TestMoreWorkersThanReadersDoNotStall(t *testing.T) {
+	is := is.New(t)
+	q := mustOpenOpts(t, filepath.Join(t.TempDir(), "q.db"), lite.Options{Readers: 1})
+	var done atomic.Int32
+	all := make(chan struct{})
+	const workers, jobs = 4, 40
+	for range workers {
+		w, _, _ := testWorker(t, q, lite.WorkerOptions{Concurrency: 2})
+		w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error {
+			if done.Add(1) == jobs {
+				close(all)
+			}
+			return nil
+		})
+		runWorker(t, w)
+	}
+	for range jobs {
+		mustEnqueue(t, q, lite.NewJob{})
+	}
+	recv(t, all)
+	is.Equal(done.Load(), int32(jobs))
+}
+
 func TestTypedHandlers(t *testing.T) {
 	type welcome struct {
 		To string `json:"to"`
@@ -558,7 +581,9 @@ func settles(t *testing.T, what string, f func() int, want int) {
 }
 
 func TestStartStopCyclesLeakNothing(t *testing.T) {
-	q, _ := mustOpen(t, nil)
+	// One reader, so that the pool growing by a connection (and its
+	// files) cannot pass for a leak, nor hide one.
+	q := mustOpenOpts(t, filepath.Join(t.TempDir(), "q.db"), lite.Options{Readers: 1})
 	cycle := func() {
 		mustEnqueue(t, q, lite.NewJob{})
 		w, ev, _ := testWorker(t, q, lite.WorkerOptions{})
