@@ -581,8 +581,8 @@ func settles(t *testing.T, what string, f func() int, want int) {
 }
 
 func TestStartStopCyclesLeakNothing(t *testing.T) {
-	// One reader, so that the pool growing by a connection (and its
-	// files) cannot pass for a leak, nor hide one.
+	// One reader, so that the pool growing by a connection cannot pass
+	// for a leak, nor hide one.
 	q := mustOpenOpts(t, filepath.Join(t.TempDir(), "q.db"), lite.Options{Readers: 1})
 	cycle := func() {
 		mustEnqueue(t, q, lite.NewJob{})
@@ -592,13 +592,17 @@ func TestStartStopCyclesLeakNothing(t *testing.T) {
 		ev.await(t, lite.EventDone)
 		stop()
 	}
-	cycle() // the first opens the reader pool's connections, which stay
+	cycle() // the first ones open the pool's connections, which stay
+	cycle()
 	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
-	for range 5 {
+	const cycles = 10
+	for range cycles {
 		cycle()
 	}
 	settles(t, "goroutines", runtime.NumGoroutine, goroutines)
-	settles(t, "open files", func() int { return openFDs(t) }, fds)
+	// why: when the pool replaces a connection, SQLite's files can be open
+	// twice for a moment; a leak per cycle would show as ten more
+	settles(t, "open files", func() int { return openFDs(t) }, fds+1)
 }
 
 func TestCommitWithAckLandsOnlyWithTheCurrentLease(t *testing.T) {
