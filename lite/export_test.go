@@ -2,3 +2,7 @@ package lite
 
 // SetIdleHook lets tests know when a worker's loop has gone to sleep.
 func SetIdleHook(w *Worker, hook func()) { w.idleHook = hook }
+
+// PollOnly makes a worker find other processes' commits by polling alone,
+// as it does where the WAL cannot be watched.
+func PollOnly(w *Worker) { w.noWAL = true }

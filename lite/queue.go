@@ -112,6 +112,7 @@ func DefaultIdentity() string {
 // Queue is a job queue in one SQLite file. It is safe for concurrent use.
 type Queue struct {
 	opts   Options
+	path   string  // the database file; empty for an in-memory database
 	w      *sql.DB // the one writer connection
 	r      *sql.DB // readers; the same as w when the caller owns the *sql.DB
 	owned  bool
@@ -172,7 +173,7 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 	}
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
-	q := &Queue{opts: opts, w: w, r: r, owned: true, stmts: stmtCache{db: w}}
+	q := &Queue{opts: opts, path: path, w: w, r: r, owned: true, stmts: stmtCache{db: w}}
 	if err := q.migrate(ctx); err != nil {
 		q.Close()
 		return nil, err
@@ -193,6 +194,10 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	}
 	q := &Queue{opts: opts, w: db, r: db, stmts: stmtCache{db: db}}
 	if err := q.migrate(ctx); err != nil {
+		q.stmts.close()
+		return nil, fmt.Errorf("new queue: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, `select file from pragma_database_list where name = 'main'`).Scan(&q.path); err != nil {
 		q.stmts.close()
 		return nil, fmt.Errorf("new queue: %w", err)
 	}

@@ -30,7 +30,9 @@ type WorkerOptions struct {
 	ReclaimInterval time.Duration
 	// PollInterval is how often an idle worker checks for commits by
 	// other processes (PRAGMA data_version: no write, no query of the
-	// table). Jobs enqueued in this process wake it at once. Default 5ms.
+	// table). Jobs enqueued in this process wake it at once. On Linux a
+	// write to the file's WAL wakes it too (inotify), and it polls only
+	// as a safety net, at most once a second. Default 5ms.
 	PollInterval time.Duration
 	// Timeout bounds each handler run; KindTimeouts overrides it per
 	// kind. Zero means no timeout.
@@ -113,7 +115,12 @@ type Worker struct {
 
 	acks     atomic.Pointer[completer] // group commit of done-acks while running
 	idleHook func()                    // tests: called each time the loop goes to sleep
+	noWAL    bool                      // tests: poll as if the WAL could not be watched
 }
+
+// walSafetyPoll is how often a worker that watches the WAL polls anyway,
+// in case a write was not reported.
+const walSafetyPoll = time.Second
 
 // run is one job in a handler.
 type run struct {
@@ -269,7 +276,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopReclaims := w.every(background, w.opts.ReclaimInterval, w.reclaimLogged)
 	stopAcks := w.startAcks()
 
-	w.loop(ctx, handlerCtx, watcher)
+	// Other processes' commits: reported by the WAL watch where there is
+	// one (the poll is then a slow safety net), else found by the poll.
+	poll := w.opts.PollInterval
+	var walWrites <-chan struct{}
+	if !w.noWAL && w.q.path != "" {
+		if ch, stop, err := watchWAL(w.q.path); err == nil {
+			defer stop()
+			walWrites, poll = ch, max(poll, walSafetyPoll)
+		}
+	}
+
+	w.loop(ctx, handlerCtx, watcher, walWrites, poll)
 	stopReclaims()
 	w.shutdown(stopHandlers)
 	stopAcks()
@@ -282,7 +300,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // or the earliest scheduled run_at. While a backlog waits and handlers
 // run, it leases only once a quarter of the slots are free: one lease
 // statement per freed slot would cost more than the jobs.
-func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher) {
+func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, walWrites <-chan struct{}, poll time.Duration) {
 	var nextRunAt time.Time
 	var backlog bool // the last lease filled every slot it asked for
 	timer := time.NewTimer(0)
@@ -313,13 +331,15 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher) {
 			w.idleHook()
 		}
 		for waiting := true; waiting; {
-			timer.Reset(w.pollWait(nextRunAt))
+			timer.Reset(w.pollWait(poll, nextRunAt))
 			select {
 			case <-ctx.Done():
 				return
 			case <-wake:
 				waiting = false
 			case <-w.freed:
+				waiting = false
+			case <-walWrites:
 				waiting = false
 			case <-timer.C:
 				changed, err := watcher.changed(ctx)
@@ -333,8 +353,8 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher) {
 
 // pollWait is the poll interval, or less when a scheduled job comes due
 // sooner.
-func (w *Worker) pollWait(nextRunAt time.Time) time.Duration {
-	d := w.opts.PollInterval
+func (w *Worker) pollWait(poll time.Duration, nextRunAt time.Time) time.Duration {
+	d := poll
 	if !nextRunAt.IsZero() {
 		d = min(d, max(nextRunAt.Sub(w.q.opts.Now()), 0))
 	}
