@@ -330,6 +330,13 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, w
 		if w.idleHook != nil {
 			w.idleHook()
 		}
+		// A worker working through a backlog leases as slots free; only an
+		// idle one needs to hear of other processes' commits, and hearing
+		// of every commit of its own would cost it a wake-up each.
+		var commits <-chan struct{}
+		if !backlog {
+			commits = walWrites
+		}
 		for waiting := true; waiting; {
 			timer.Reset(w.pollWait(poll, nextRunAt))
 			select {
@@ -339,7 +346,7 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, w
 				waiting = false
 			case <-w.freed:
 				waiting = false
-			case <-walWrites:
+			case <-commits:
 				waiting = false
 			case <-timer.C:
 				changed, err := watcher.changed(ctx)
