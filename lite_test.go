@@ -431,9 +431,9 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 		Ratio  float64 `json:"ratio"`
 	}
 	out := mustLite(t, filepath.Join(t.TempDir(), "unused.db"), "", "--json", "bench", "--sync", "normal",
-		"--duration", "50ms", "--big-rows", "2000", "--samples", "5", "--processes", "2", "--prefill", "20000", "--dir", t.TempDir())
+		"--duration", "50ms", "--big-rows", "2000", "--samples", "5", "--processes", "2", "--prefill", "20000", "--drain-jobs", "2000", "--dir", t.TempDir())
 	is.NoErr(json.Unmarshal([]byte(out), &rows))
-	is.Equal(len(rows), 14) // 3 references, 9 of lite's figures, 2 of memory
+	is.Equal(len(rows), 15) // 3 references, 9 of lite's figures, 3 of memory
 	for _, r := range rows {
 		is.True(r.Value > 0) // every figure was measured
 	}

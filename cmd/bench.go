@@ -30,6 +30,7 @@ type BenchCmd struct {
 	BigRows   int           `default:"1000000" help:"Finished rows in the big-table figure (plus a tenth as many dead)."`
 	Samples   int           `default:"200" help:"Jobs per latency figure."`
 	Prefill   int           `help:"Jobs waiting at the start of each throughput figure (default: 300k with NORMAL, 100k with FULL)."`
+	DrainJobs int           `default:"1000000" help:"Jobs a child process drains, with NORMAL, for the peak RSS figure."`
 }
 
 // benchRow is one figure of the report.
@@ -158,7 +159,43 @@ func (r *benchRun) all(ctx context.Context) error {
 	if err := r.latency(ctx); err != nil {
 		return err
 	}
-	return r.processes(ctx)
+	if err := r.processes(ctx); err != nil {
+		return err
+	}
+	if r.sync == lite.SyncNormal {
+		return r.drainRSS(ctx)
+	}
+	return nil
+}
+
+// drainRSS has a child process drain DrainJobs jobs and reports its peak
+// resident memory.
+func (r *benchRun) drainRSS(ctx context.Context) error {
+	q, err := r.open(ctx, "drain.db")
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	if err := fill(ctx, q, r.c.DrainJobs, lite.StateAvailable); err != nil {
+		return err
+	}
+	child, err := benchChild(ctx, q, r.name, "drain-all", strconv.Itoa(r.c.DrainJobs))
+	if err != nil {
+		return err
+	}
+	out, err := child.wait()
+	if err != nil {
+		return err
+	}
+	usage, ok := child.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return errors.New("drain: no resource usage for the child")
+	}
+	mib := float64(usage.Maxrss) / 1024
+	met := mib < 100
+	r.add(benchRow{Figure: fmt.Sprintf("peak RSS of a process draining %d jobs, concurrency 256 (%s jobs/s)", r.c.DrainJobs, out),
+		Value: mib, Unit: "MiB", Target: "< 100 MiB", Met: &met})
+	return nil
 }
 
 func (r *benchRun) prefill() int {
@@ -224,18 +261,20 @@ func (r *benchRun) workerRate(ctx context.Context, file string, concurrency, big
 	if err := fill(ctx, q, r.prefill(), lite.StateAvailable); err != nil {
 		return 0, err
 	}
-	return drain(ctx, q, concurrency, r.c.Duration, io.Discard)
+	return drain(ctx, q, concurrency, r.c.Duration, 0, io.Discard)
 }
 
-// drain runs a worker with a no-op handler for d and returns its rate.
-func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration, logs io.Writer) (float64, error) {
+// drain runs a worker with a no-op handler for d, or until it has done
+// limit jobs (if limit > 0), and returns its rate.
+func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration, limit int64, logs io.Writer) (float64, error) {
 	var done atomic.Int64
+	enough := make(chan struct{})
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Concurrency: concurrency,
 		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		OnEvent: func(ev lite.Event) {
-			if ev.Kind == lite.EventDone {
-				done.Add(1)
+			if ev.Kind == lite.EventDone && done.Add(1) == limit {
+				close(enough)
 			}
 		},
 	})
@@ -247,7 +286,10 @@ func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration,
 	finished := make(chan error, 1)
 	start := time.Now()
 	go func() { finished <- w.Run(ctx) }()
-	time.Sleep(d)
+	select {
+	case <-time.After(d):
+	case <-enough:
+	}
 	n := done.Load()
 	elapsed := time.Since(start)
 	stop()
@@ -397,13 +439,14 @@ func (c *childProc) wait() (string, error) {
 // BenchChildCmd is the other process of lite bench's cross-process figures.
 type BenchChildCmd struct {
 	Sync string `enum:"normal,full" default:"normal"`
-	Mode string `arg:"" enum:"latency,drain"`
+	Mode string `arg:"" enum:"latency,drain,drain-all"`
 	Arg  string `arg:""`
 }
 
-// Run enqueues paced jobs stamped with their time (latency), or drains
-// jobs for a duration and prints its rate and how many busy errors its
-// worker logged (drain).
+// Run enqueues paced jobs stamped with their time (latency); drains jobs
+// for a duration and prints its rate and how many busy errors its worker
+// logged (drain); or drains a number of jobs and prints its rate
+// (drain-all).
 func (c *BenchChildCmd) Run(ctx context.Context, env Env, g *Globals) error {
 	sync := map[string]lite.Synchronous{"normal": lite.SyncNormal, "full": lite.SyncFull}[c.Sync]
 	q, err := lite.Open(ctx, g.DB, lite.Options{Synchronous: sync})
@@ -424,12 +467,24 @@ func (c *BenchChildCmd) Run(ctx context.Context, env Env, g *Globals) error {
 		}
 		return nil
 	}
+	if c.Mode == "drain-all" {
+		n, err := strconv.ParseInt(c.Arg, 10, 64)
+		if err != nil {
+			return err
+		}
+		rate, err := drain(ctx, q, 256, time.Hour, n, io.Discard)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(env.Stdout, "%.0f\n", rate)
+		return err
+	}
 	d, err := time.ParseDuration(c.Arg)
 	if err != nil {
 		return err
 	}
 	logs := &lockedBuffer{}
-	rate, err := drain(ctx, q, 64, d, logs)
+	rate, err := drain(ctx, q, 64, d, 0, logs)
 	if err != nil {
 		return err
 	}
