@@ -68,6 +68,9 @@ func (q *Queue) checkResult(l Lease, result []byte) error {
 }
 
 func (q *Queue) ackDone(ctx context.Context, c conn, l Lease, result []byte) error {
+	if len(result) == 0 {
+		result = nil // an empty result is no result, stored as null
+	}
 	res, err := c.ExecContext(ctx, ackDoneSQL, result, q.nowMillis(), l.JobID, l.Generation)
 	return checkOwned(res, err, l)
 }
@@ -99,8 +102,8 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 			results[i] = err
 			continue
 		}
-		var result any // null stays null; bytes go as hex
-		if a.Result != nil {
+		var result any // no result is null; bytes go as hex
+		if len(a.Result) > 0 {
 			result = hex.EncodeToString(a.Result)
 		}
 		list = append(list, [3]any{a.Lease.JobID, a.Lease.Generation, result})
