@@ -54,7 +54,7 @@ func (q *Queue) AckDone(ctx context.Context, l Lease, result []byte) error {
 		return fmt.Errorf("ack done: %w", err)
 	}
 	if err := q.ackDone(ctx, q.writer(), l, result); err != nil {
-		return fmt.Errorf("ack done: %w", err)
+		return fmt.Errorf("ack done: %w", classify(err))
 	}
 	return nil
 }
@@ -114,7 +114,7 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	}
 	rows, err := q.writer().QueryContext(ctx, ackDoneManySQL, q.nowMillis(), string(encoded))
 	if err != nil {
-		return nil, fmt.Errorf("ack done: %w", err)
+		return nil, fmt.Errorf("ack done: %w", classify(err))
 	}
 	acked := make(map[[2]int64]bool, len(acks))
 	for rows.Next() {
@@ -191,7 +191,7 @@ func (q *Queue) AckFailed(ctx context.Context, l Lease, cause error) error {
 	res, err := q.writer().ExecContext(ctx, ackFailedSQL,
 		IsPermanent(cause), retryAt, now.UnixMilli(), msg, l.JobID, l.Generation)
 	if err := checkOwned(res, err, l); err != nil {
-		return fmt.Errorf("ack failed: %w", err)
+		return fmt.Errorf("ack failed: %w", classify(err))
 	}
 	return nil
 }

@@ -131,7 +131,7 @@ func (q *Queue) Enqueue(ctx context.Context, j NewJob) (int64, error) {
 	}
 	id, err := q.insert(ctx, q.writer(), r)
 	if err != nil {
-		return id, fmt.Errorf("enqueue %s: %w", r.queue, err)
+		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
 	}
 	q.notify()
 	return id, nil
@@ -146,7 +146,7 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, err
 	}
 	id, err := q.insert(ctx, tx, r)
 	if err != nil {
-		return id, fmt.Errorf("enqueue %s: %w", r.queue, err)
+		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
 	}
 	// The job is visible only once the caller commits; workers that wake
 	// too early find it through their change watcher.
@@ -193,7 +193,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, er
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("enqueue batch: %w", err)
+		return nil, fmt.Errorf("enqueue batch: %w", classify(err))
 	}
 	q.notify()
 	return out, nil

@@ -28,7 +28,24 @@ var (
 	// ErrSchemaTooNew means the file was migrated by a newer lite. Open
 	// leaves it untouched.
 	ErrSchemaTooNew = errors.New("schema is newer than this lite")
+	// ErrBusy means another connection held the file's write lock for
+	// longer than Options.BusyTimeout. Nothing was written; retrying later
+	// is safe. Workers retry by themselves.
+	ErrBusy = errors.New("database busy")
+	// ErrFull means the disk (or the file's max_page_count) is full.
+	// Nothing was written; retry once there is room.
+	ErrFull = errors.New("database full")
 )
+
+// codeError adds one of lite's sentinels to a driver error without
+// changing its message.
+type codeError struct {
+	err  error
+	kind error
+}
+
+func (e codeError) Error() string   { return e.err.Error() }
+func (e codeError) Unwrap() []error { return []error{e.err, e.kind} }
 
 // permanentError marks a handler error that retrying cannot fix.
 type permanentError struct{ err error }

@@ -84,7 +84,7 @@ var leaseSQLs = [3][2]string{
 func (q *Queue) Lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 	jobs, err := q.lease(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("lease %s: %w", strings.Join(req.Queues, ","), err)
+		return nil, fmt.Errorf("lease %s: %w", strings.Join(req.Queues, ","), classify(err))
 	}
 	return jobs, nil
 }
@@ -176,7 +176,7 @@ func (q *Queue) Renew(ctx context.Context, leases []Lease) ([]error, error) {
 	list, _ := json.Marshal(pairs) // int pairs always marshal
 	rows, err := q.writer().QueryContext(ctx, renewSQL, q.nowMillis(), string(list))
 	if err != nil {
-		return nil, fmt.Errorf("renew: %w", err)
+		return nil, fmt.Errorf("renew: %w", classify(err))
 	}
 	renewed := make(map[[2]int64]bool, len(leases))
 	for rows.Next() {

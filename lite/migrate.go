@@ -112,11 +112,20 @@ func schemaVersion(ctx context.Context, db queryer) (int, error) {
 	return version, nil
 }
 
-// classify names the error SQLite gives for a file that is not a database.
+// classify adds lite's sentinel to the SQLite errors callers act on: a
+// file that is not a database, a write lock held too long, a full disk.
 func classify(err error) error {
 	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_NOTADB {
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff { // the primary code, without the extended bits
+	case sqlite3.SQLITE_NOTADB:
 		return fmt.Errorf("%w: the file is not a SQLite database", ErrNotLite)
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return codeError{err, ErrBusy}
+	case sqlite3.SQLITE_FULL:
+		return codeError{err, ErrFull}
 	}
 	return err
 }

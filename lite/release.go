@@ -21,7 +21,7 @@ where id = ? and generation = ? and state = 'running'`
 func (q *Queue) Release(ctx context.Context, l Lease) error {
 	res, err := q.writer().ExecContext(ctx, releaseSQL, l.JobID, l.Generation)
 	if err := checkOwned(res, err, l); err != nil {
-		return fmt.Errorf("release: %w", err)
+		return fmt.Errorf("release: %w", classify(err))
 	}
 	q.notify()
 	return nil

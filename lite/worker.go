@@ -122,6 +122,10 @@ type Worker struct {
 // in case a write was not reported.
 const walSafetyPoll = time.Second
 
+// leaseRetry is how soon a worker tries again after a lease failed (a
+// lock held past the busy timeout, a full disk).
+const leaseRetry = 100 * time.Millisecond
+
 // run is one job in a handler.
 type run struct {
 	job    *Job
@@ -316,7 +320,10 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, w
 				return
 			}
 			if err != nil {
-				w.opts.Logger.Warn("lite: lease failed; retrying at the next poll", "err", err)
+				// Nothing may change in the file to wake the worker (a lock
+				// released by a rollback writes nothing): come back on time.
+				w.opts.Logger.Warn("lite: lease failed; retrying", "err", err, "in", leaseRetry)
+				nextRunAt = w.q.opts.Now().Add(leaseRetry)
 			}
 			for _, j := range jobs {
 				w.start(handlerCtx, j)
