@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync/atomic"
+	"sync"
 
 	"github.com/liteq/lite/lite"
 )
@@ -40,17 +40,22 @@ func run(ctx context.Context, path string, out io.Writer) error {
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	var done atomic.Int32
+	var mu sync.Mutex
+	done := 0
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Concurrency: 2,
-		// Events come from handler goroutines; this one only counts, and
-		// stops the worker when every job is done.
+		// Events come from the handlers' goroutines, several at once: this
+		// one prints under a lock and stops the worker when every job is
+		// done.
 		OnEvent: func(ev lite.Event) {
-			if ev.Kind == lite.EventDone {
-				fmt.Fprintf(out, "job %d done at generation %d\n", ev.JobID, ev.Generation)
-				if done.Add(1) == int32(len(names)) {
-					stop()
-				}
+			if ev.Kind != lite.EventDone {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(out, "job %d done at generation %d\n", ev.JobID, ev.Generation)
+			if done++; done == len(names) {
+				stop()
 			}
 		},
 	})
