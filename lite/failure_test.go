@@ -5,7 +5,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,4 +108,53 @@ func TestLockStorm(t *testing.T) {
 		is.Equal(j.Attempts, 1) // the lock cost no attempt
 		is.Equal(len(j.Errors), 0)
 	})
+}
+
+func walSize(t *testing.T, path string) int64 {
+	t.Helper()
+	info, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Size()
+}
+
+func TestWALGrowthIsBoundedOnceAPinnedReaderLetsGo(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "wal.db")
+	const limit = 256 << 10
+	q := mustOpenOpts(t, path, lite.Options{Synchronous: lite.SyncNormal, WALSizeLimit: limit})
+	ctx := t.Context()
+	write := func(batches int) {
+		for range batches {
+			if _, err := q.EnqueueBatch(ctx, slices.Repeat([]lite.NewJob{{Payload: make([]byte, 2048)}}, 200)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(1)
+
+	// Another connection pins a snapshot: no checkpoint can reset the WAL.
+	reader, err := sql.Open("sqlite", "file:"+path)
+	is.NoErr(err)
+	defer reader.Close()
+	pinned, err := reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	is.NoErr(err)
+	var n int
+	is.NoErr(pinned.QueryRow(`select count(*) from lite_jobs`).Scan(&n))
+	write(20) // about 8 MiB
+	grown := walSize(t, path)
+	is.True(grown > 4<<20) // why: the pinned snapshot kept the WAL from resetting
+
+	is.NoErr(pinned.Rollback())
+	write(20) // checkpoints run again; each reset cuts the file back to the limit
+	var pageSize, autoCheckpoint int64
+	is.NoErr(q.DB().QueryRowContext(ctx, `pragma page_size`).Scan(&pageSize))
+	is.NoErr(q.DB().QueryRowContext(ctx, `pragma wal_autocheckpoint`).Scan(&autoCheckpoint))
+	// The documented bound: the larger of the limit and the auto-checkpoint
+	// threshold, plus the transaction in flight (a batch here, 200 x 2 KiB).
+	bound := max(int64(limit), pageSize*autoCheckpoint) + 1<<20
+	is.True(walSize(t, path) <= bound)
+	is.True(walSize(t, path) < grown)
+	t.Logf("WAL %d bytes with the reader pinned, %d after it let go", grown, walSize(t, path))
 }

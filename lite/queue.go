@@ -53,6 +53,11 @@ type Options struct {
 	// Identity is written to locked_by on every lease: diagnostics only,
 	// never part of a guard. Default host:pid:random.
 	Identity string
+	// WALSizeLimit is the size the write-ahead log is cut back to after a
+	// checkpoint resets it (journal_size_limit). While a reader holds an
+	// old snapshot the WAL cannot reset and grows; lite's own reads never
+	// stay open across calls. Default 64 MiB.
+	WALSizeLimit int64
 	// Backoff is the delay before retrying a job whose attempt number
 	// attempt (from 1) failed. Default: 1s doubling per attempt up to one
 	// hour, with the upper half jittered.
@@ -64,6 +69,7 @@ const (
 	DefaultBusyTimeout     = 10 * time.Second
 	DefaultMaxPayloadBytes = 1 << 20
 	DefaultReaders         = 4
+	DefaultWALSizeLimit    = 64 << 20
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -90,6 +96,12 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("options: negative Readers %d", o.Readers)
 	case o.Readers == 0:
 		o.Readers = DefaultReaders
+	}
+	switch {
+	case o.WALSizeLimit < 0:
+		return o, fmt.Errorf("options: negative WALSizeLimit %d", o.WALSizeLimit)
+	case o.WALSizeLimit == 0:
+		o.WALSizeLimit = DefaultWALSizeLimit
 	}
 	if o.Identity == "" {
 		o.Identity = DefaultIdentity()
@@ -253,6 +265,7 @@ func dsn(path string, o Options, readOnly bool) string {
 	v.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
 	v.Set("_foreign_keys", "1")
 	v.Set("_synchronous", o.Synchronous.pragma())
+	v.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", o.WALSizeLimit))
 	if readOnly {
 		v.Set("_query_only", "1")
 	} else {
