@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -112,20 +111,8 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ack done: %w", err)
 	}
-	rows, err := q.writer().QueryContext(ctx, ackDoneManySQL, q.nowMillis(), string(encoded))
+	acked, err := q.matched(ctx, ackDoneManySQL, q.nowMillis(), string(encoded))
 	if err != nil {
-		return nil, fmt.Errorf("ack done: %w", classify(err))
-	}
-	acked := make(map[[2]int64]bool, len(acks))
-	for rows.Next() {
-		var pair [2]int64
-		if err := rows.Scan(&pair[0], &pair[1]); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("ack done: %w", err)
-		}
-		acked[pair] = true
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("ack done: %w", err)
 	}
 	for i, a := range acks {

@@ -81,9 +81,17 @@ type Job struct {
 type AttemptError struct {
 	Attempt    int       `json:"attempt"`
 	Generation int64     `json:"generation"`
-	At         time.Time `json:"-"`
-	AtMillis   int64     `json:"at"`
+	At         time.Time `json:"at"`
 	Error      string    `json:"error"`
+}
+
+// storedAttemptError is an AttemptError as the errors column holds it,
+// with the time in unix milliseconds.
+type storedAttemptError struct {
+	Attempt    int    `json:"attempt"`
+	Generation int64  `json:"generation"`
+	At         int64  `json:"at"`
+	Error      string `json:"error"`
 }
 
 // Lease returns the job's current lease, as a worker that leased it holds it.
@@ -122,11 +130,12 @@ func scanJob(s scanner) (*Job, error) {
 	j.LeaseToken = leaseToken.String
 	j.LockedBy = lockedBy.String
 	j.UniqueKey = uniqueKey.String
-	if err := json.Unmarshal([]byte(errs), &j.Errors); err != nil {
+	var stored []storedAttemptError
+	if err := json.Unmarshal([]byte(errs), &stored); err != nil {
 		return nil, fmt.Errorf("job %d: errors column: %w", j.ID, err)
 	}
-	for i := range j.Errors {
-		j.Errors[i].At = fromMillis(j.Errors[i].AtMillis)
+	for _, e := range stored {
+		j.Errors = append(j.Errors, AttemptError{Attempt: e.Attempt, Generation: e.Generation, At: fromMillis(e.At), Error: e.Error})
 	}
 	return &j, nil
 }

@@ -174,20 +174,8 @@ func (q *Queue) Renew(ctx context.Context, leases []Lease) ([]error, error) {
 		pairs[i] = [2]int64{l.JobID, l.Generation}
 	}
 	list, _ := json.Marshal(pairs) // int pairs always marshal
-	rows, err := q.writer().QueryContext(ctx, renewSQL, q.nowMillis(), string(list))
+	renewed, err := q.matched(ctx, renewSQL, q.nowMillis(), string(list))
 	if err != nil {
-		return nil, fmt.Errorf("renew: %w", classify(err))
-	}
-	renewed := make(map[[2]int64]bool, len(leases))
-	for rows.Next() {
-		var pair [2]int64
-		if err := rows.Scan(&pair[0], &pair[1]); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("renew: %w", err)
-		}
-		renewed[pair] = true
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("renew: %w", err)
 	}
 	results := make([]error, len(leases))
@@ -197,4 +185,26 @@ func (q *Queue) Renew(ctx context.Context, leases []Lease) ([]error, error) {
 		}
 	}
 	return results, nil
+}
+
+// matched runs a fenced statement over a list of leases and returns the
+// (id, generation) pairs it returned: the leases whose guard held.
+func (q *Queue) matched(ctx context.Context, query string, args ...any) (map[[2]int64]bool, error) {
+	rows, err := q.writer().QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	held := map[[2]int64]bool{}
+	for rows.Next() {
+		var pair [2]int64
+		if err := rows.Scan(&pair[0], &pair[1]); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		held[pair] = true
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, classify(err)
+	}
+	return held, nil
 }
