@@ -39,6 +39,7 @@ type chaosReport struct {
 	DuplicateExecutions         int
 	Kills, Stops, Releases      int
 	ErrorsLogged                int
+	ErrorLines                  []string `json:",omitempty"` // the first few, for the report
 	Integrity                   string
 	Elapsed                     time.Duration
 }
@@ -199,7 +200,14 @@ printf '%%s' "$LITE_JOB_GENERATION"`, execLog, cfg.work.Seconds())
 	for _, l := range retired {
 		text := l.String()
 		rep.StaleRejected += strings.Count(text, "stale ack skipped")
-		rep.ErrorsLogged += strings.Count(text, "level=ERROR")
+		for line := range strings.Lines(text) {
+			if strings.Contains(line, "level=ERROR") {
+				rep.ErrorsLogged++
+				if len(rep.ErrorLines) < 5 {
+					rep.ErrorLines = append(rep.ErrorLines, strings.TrimSpace(line))
+				}
+			}
+		}
 	}
 	if err := reader.QueryRow(`pragma integrity_check`).Scan(&rep.Integrity); err != nil {
 		t.Fatal(err)
@@ -227,11 +235,17 @@ func TestChaos(t *testing.T) {
 		minKills: 3, minStops: 3, deadline: 2 * time.Minute}
 	if *chaosLong {
 		cfg = chaosConfig{jobs: 10_000, procs: 4, concurrency: 8, work: 20 * time.Millisecond,
-			killEvery: 250 * time.Millisecond, stopEvery: 500 * time.Millisecond, releaseEvery: 300 * time.Millisecond,
+			killEvery: time.Second, stopEvery: 2 * time.Second, releaseEvery: 500 * time.Millisecond,
 			minKills: 100, minStops: 50, deadline: 20 * time.Minute}
+	}
+	if n, err := strconv.Atoi(os.Getenv("LITE_CHAOS_JOBS")); err == nil {
+		cfg.jobs = n // a run between the short and the long, for diagnosis
 	}
 	rep := runChaos(t, liteBin, cfg)
 	t.Log(rep)
+	for _, line := range rep.ErrorLines {
+		t.Log(line)
+	}
 	if out := os.Getenv("LITE_CHAOS_REPORT"); out != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		os.WriteFile(out, b, 0o644)

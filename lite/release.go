@@ -59,7 +59,7 @@ func (q *Queue) Snooze(ctx context.Context, l Lease, d time.Duration) error {
 	runAt := q.opts.Now().Add(d).UnixMilli()
 	res, err := q.writer().ExecContext(ctx, snoozeSQL, runAt, l.JobID, l.Generation)
 	if err := checkOwned(res, err, l); err != nil {
-		return fmt.Errorf("snooze: %w", err)
+		return fmt.Errorf("snooze: %w", classify(err))
 	}
 	q.notify()
 	return nil

@@ -456,21 +456,25 @@ func (w *Worker) settle(r *run, err error, done success, elapsed time.Duration) 
 	var ackErr error
 	switch {
 	case err == nil:
-		ev.Kind, ackErr = EventDone, w.ackDone(ctx, l, done)
+		ev.Kind, ackErr = EventDone, retryBusy(ctx, func() error { return w.ackDone(ctx, l, done) })
 		// The handler's own writes failing, or a result too large to
 		// store, fail the attempt; the latter for good.
-		if ackErr != nil && !errors.Is(ackErr, ErrLeaseLost) && (done.writes != nil || errors.Is(ackErr, ErrTooLarge)) {
+		if ackErr != nil && !errors.Is(ackErr, ErrLeaseLost) && !errors.Is(ackErr, ErrBusy) &&
+			(done.writes != nil || errors.Is(ackErr, ErrTooLarge)) {
 			if errors.Is(ackErr, ErrTooLarge) {
 				ackErr = Permanent(ackErr)
 			}
-			ev.Kind, ev.Err, ackErr = EventFailed, ackErr, w.q.AckFailed(ctx, l, ackErr)
+			failure := ackErr
+			ev.Kind, ev.Err = EventFailed, failure
+			ackErr = retryBusy(ctx, func() error { return w.q.AckFailed(ctx, l, failure) })
 		}
 	case errors.Is(context.Cause(r.ctx), ErrShutdown):
-		ev.Kind, ackErr = EventReleased, w.q.Release(ctx, l)
+		ev.Kind, ackErr = EventReleased, retryBusy(ctx, func() error { return w.q.Release(ctx, l) })
 	case errors.As(err, &snooze):
-		ev.Kind, ackErr = EventSnoozed, w.q.Snooze(ctx, l, snooze.d)
+		ev.Kind, ackErr = EventSnoozed, retryBusy(ctx, func() error { return w.q.Snooze(ctx, l, snooze.d) })
 	default:
-		ev.Kind, ev.Err, ackErr = EventFailed, err, w.q.AckFailed(ctx, l, err)
+		ev.Kind, ev.Err = EventFailed, err
+		ackErr = retryBusy(ctx, func() error { return w.q.AckFailed(ctx, l, err) })
 	}
 	switch {
 	case errors.Is(ackErr, ErrLeaseLost):
@@ -513,6 +517,23 @@ func (w *Worker) startAcks() (stop func()) {
 		w.acks.Store(nil)
 		c.stop()
 	}
+}
+
+// retryBusy runs write until it is not refused as busy, waiting 25ms,
+// 50ms, ... up to about three seconds in all: another process's write lock
+// (or its recovery after a crash) passes, and a settled outcome is worth
+// the wait. Any other error returns at once.
+func retryBusy(ctx context.Context, write func() error) error {
+	err := write()
+	for wait := 25 * time.Millisecond; errors.Is(err, ErrBusy) && wait <= 1600*time.Millisecond; wait *= 2 {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		err = write()
+	}
+	return err
 }
 
 // Heartbeat renews every lease the worker holds, in one statement, and
