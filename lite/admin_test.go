@@ -68,6 +68,21 @@ func TestCancel(t *testing.T) {
 	})
 }
 
+func TestReleaseUnownedTakesOnlyRunningJobs(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, newFakeClock())
+	ctx := t.Context()
+	done := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	is.NoErr(q.AckDone(ctx, mustLeaseOne(t, q, "q").Lease(), []byte("kept")))
+	waiting := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	for _, id := range []int64{done, waiting} {
+		before := mustGet(t, q, id)
+		_, err := q.ReleaseUnowned(ctx, id)
+		is.True(errors.Is(err, lite.ErrInvalidState))
+		is.Equal(mustGet(t, q, id), before) // a finished or waiting job is left as it is
+	}
+}
+
 func TestRetry(t *testing.T) {
 	t.Run("a dead job gets one more attempt", func(t *testing.T) {
 		is := is.New(t)
