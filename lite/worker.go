@@ -107,6 +107,7 @@ type Worker struct {
 	opts     WorkerOptions
 	handlers map[string]Handler
 	running  atomic.Bool
+	kindList []string // what it leases, fixed when it starts: handlers cannot change while it runs
 
 	mu     sync.Mutex
 	active map[int64]*run // by job id
@@ -194,6 +195,7 @@ func (w *Worker) begin() error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("worker: already running")
 	}
+	w.kindList = w.kinds()
 	return nil
 }
 
@@ -204,7 +206,7 @@ func (w *Worker) free() int {
 }
 
 func (w *Worker) lease(ctx context.Context, n int) ([]*Job, error) {
-	return w.q.Lease(ctx, LeaseRequest{Queues: w.opts.Queues, Kinds: w.kinds(), Max: n, LockedBy: w.opts.Identity})
+	return w.q.Lease(ctx, LeaseRequest{Queues: w.opts.Queues, Kinds: w.kindList, Max: n, LockedBy: w.opts.Identity})
 }
 
 // Report is what RunOnce did.
@@ -309,7 +311,7 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, w
 	var backlog bool // the last lease filled every slot it asked for
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	queues, kinds := w.opts.Queues, w.kinds()
+	queues, kinds := w.opts.Queues, w.kindList
 	batch := max(1, w.opts.Concurrency/2)
 	for {
 		wake := w.q.wakeup.wait()
