@@ -28,7 +28,7 @@ CREATE TABLE lite_jobs (
     errors       text    not null default '[]',
     created_at   integer not null,
     finished_at  integer
-) strict;
+, stale_after_ms integer) strict;
 
 CREATE INDEX lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
     where state = 'available';
@@ -36,11 +36,11 @@ CREATE INDEX lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
 CREATE INDEX lite_jobs_ready on lite_jobs (priority desc, run_at, id)
     where state = 'available';
 
-CREATE INDEX lite_jobs_running on lite_jobs (heartbeat_at)
-    where state = 'running';
-
 CREATE INDEX lite_jobs_finished on lite_jobs (finished_at)
     where state in ('done', 'dead', 'cancelled');
 
 CREATE UNIQUE INDEX lite_jobs_unique_key on lite_jobs (queue, unique_key)
     where unique_key is not null and state in ('available', 'running');
+
+CREATE INDEX lite_jobs_running on lite_jobs (heartbeat_at + stale_after_ms)
+    where state = 'running';

@@ -3,22 +3,18 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/liteq/lite/lite"
 )
 
-// ReclaimCmd is ReclaimOrphaned (recoverStale) from the shell.
-type ReclaimCmd struct {
-	StaleAfter time.Duration `default:"30s" help:"Reclaim jobs whose heartbeat is older than this."`
-}
+// ReclaimCmd is ReclaimOrphaned (recoverStale) from the shell. Each lease
+// carries its owner's stale-after, so there is no threshold to give: a job
+// is taken back only once its own owner's promise has lapsed.
+type ReclaimCmd struct{}
 
 // Run reclaims and prints each job taken back.
 func (c *ReclaimCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
-	if c.StaleAfter <= 0 {
-		return usagef("reclaim: --stale-after must be positive")
-	}
-	got, err := q.ReclaimOrphaned(ctx, c.StaleAfter)
+	got, err := q.ReclaimOrphaned(ctx)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -143,7 +144,17 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, fn func(tx
 		if err := q.ackDone(ctx, tx, l, result); err != nil {
 			return err
 		}
-		return fn(tx.tx)
+		if err := fn(tx.tx); err != nil {
+			if errors.Is(classify(err), ErrBusy) {
+				// This transaction holds the write lock, so only a write on
+				// another connection can wait for it: fn's own, waiting for
+				// the transaction it runs in. Not ErrBusy: a retry would
+				// wait just the same.
+				return fmt.Errorf("a write waited for the ack's own transaction: write through the *sql.Tx given, not Queue.DB() or another connection (%v)", err)
+			}
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("complete: %w", err)

@@ -58,7 +58,7 @@ func TestClockStepsNeverLetAStaleAckLand(t *testing.T) {
 				t.Fatal(err)
 			}
 		case 3:
-			got, err := q.ReclaimOrphaned(ctx, staleAfter)
+			got, err := q.ReclaimOrphaned(ctx)
 			is.NoErr(err)
 			reclaimed += len(got)
 		case 4, 5:
@@ -109,11 +109,11 @@ func TestAForwardJumpShorterThanTheSlackReclaimsNothing(t *testing.T) {
 	// just before the next beat, a jump under staleAfter - heartbeat.
 	clock.Advance(heartbeat - time.Millisecond)
 	clock.Advance(staleAfter - heartbeat)
-	got, err := q.ReclaimOrphaned(ctx, staleAfter)
+	got, err := q.ReclaimOrphaned(ctx)
 	is.NoErr(err)
 	is.Equal(len(got), 0)
 	clock.Advance(2 * time.Millisecond) // past the bound: the live lease looks lapsed
-	got, err = q.ReclaimOrphaned(ctx, staleAfter)
+	got, err = q.ReclaimOrphaned(ctx)
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 	is.True(errors.Is(q.AckDone(ctx, a.Lease(), nil), lite.ErrLeaseLost)) // its ack is skipped

@@ -26,8 +26,8 @@ func TestDiskFull(t *testing.T) {
 		kept = append(kept, mustEnqueue(t, q, lite.NewJob{Payload: []byte("committed before the disk filled")}))
 	}
 	var pages int
-	is.NoErr(q.DB().QueryRowContext(ctx, `pragma page_count`).Scan(&pages))
-	_, err := q.DB().ExecContext(ctx, `pragma max_page_count = `+strconv.Itoa(pages+2))
+	is.NoErr(lite.WriterDB(q).QueryRowContext(ctx, `pragma page_count`).Scan(&pages))
+	_, err := lite.WriterDB(q).ExecContext(ctx, `pragma max_page_count = `+strconv.Itoa(pages+2))
 	is.NoErr(err)
 
 	big := bytes.Repeat([]byte("x"), 64<<10)
@@ -45,7 +45,7 @@ func TestDiskFull(t *testing.T) {
 		is.Equal(string(mustGet(t, q, id).Payload), "committed before the disk filled")
 	}
 
-	_, err = q.DB().ExecContext(ctx, `pragma max_page_count = 1073741823`) // room is made
+	_, err = lite.WriterDB(q).ExecContext(ctx, `pragma max_page_count = 1073741823`) // room is made
 	is.NoErr(err)
 	id := mustEnqueue(t, q, lite.NewJob{Payload: big})
 	is.Equal(len(mustGet(t, q, id).Payload), len(big))

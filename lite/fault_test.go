@@ -253,7 +253,7 @@ func TestFaultInjection(t *testing.T) {
 				}
 				return err
 			}
-			_, err = q.ReclaimOrphaned(t.Context(), staleAfter)
+			_, err = q.ReclaimOrphaned(t.Context())
 			f.disarm()
 			for _, l := range leases {
 				q.Release(context.WithoutCancel(t.Context()), l)

@@ -27,7 +27,7 @@ var lossCauses = []loseLease{
 	}},
 	{"after reclaim", func(t *testing.T, q *lite.Queue, clock *fakeClock, job *lite.Job) {
 		clock.Advance(staleAfter + time.Millisecond)
-		got, err := q.ReclaimOrphaned(t.Context(), staleAfter)
+		got, err := q.ReclaimOrphaned(t.Context())
 		if err != nil || len(got) != 1 {
 			t.Fatalf("reclaim: %v %v", got, err)
 		}
@@ -108,7 +108,7 @@ func TestGenerationStrictlyIncreases(t *testing.T) {
 	mustLeaseOne(t, q, "q")
 	step("lease after release-unowned")
 	clock.Advance(staleAfter + time.Second)
-	_, err = q.ReclaimOrphaned(ctx, staleAfter)
+	_, err = q.ReclaimOrphaned(ctx)
 	is.NoErr(err)
 	step("reclaim")
 	mustLeaseOne(t, q, "q")
@@ -243,7 +243,7 @@ func TestReclaimLooksOnlyAtTheHeartbeat(t *testing.T) {
 		is.NoErr(errs[0])
 		clock.Advance(staleAfter - time.Second) // leased 58s ago, beat 29s ago
 
-		got, err := q.ReclaimOrphaned(ctx, staleAfter)
+		got, err := q.ReclaimOrphaned(ctx)
 		is.NoErr(err)
 		is.Equal(len(got), 0)
 		j := mustGet(t, q, id)
@@ -258,7 +258,7 @@ func TestReclaimLooksOnlyAtTheHeartbeat(t *testing.T) {
 		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
 		mustLeaseOne(t, q, "q")
 		clock.Advance(staleAfter)
-		got, err := q.ReclaimOrphaned(t.Context(), staleAfter)
+		got, err := q.ReclaimOrphaned(t.Context())
 		is.NoErr(err)
 		is.Equal(len(got), 0)
 	})
@@ -273,7 +273,7 @@ func TestReclaimLooksOnlyAtTheHeartbeat(t *testing.T) {
 		a := jobs[0]
 		clock.Advance(staleAfter + time.Millisecond)
 
-		got, err := q.ReclaimOrphaned(t.Context(), staleAfter)
+		got, err := q.ReclaimOrphaned(t.Context())
 		is.NoErr(err)
 		is.Equal(got, []lite.Reclaimed{{JobID: id, Generation: a.Generation + 1, State: lite.StateAvailable}})
 		j := mustGet(t, q, id)
@@ -282,7 +282,7 @@ func TestReclaimLooksOnlyAtTheHeartbeat(t *testing.T) {
 		is.Equal(j.LeaseToken, "")
 		is.Equal(j.Attempts, 1) // the lapsed attempt counts
 		is.Equal(len(j.Errors), 1)
-		is.Equal(j.Errors[0].Error, "heartbeat lapsed: no renewal from frozen:1:x for 30001 ms")
+		is.Equal(j.Errors[0].Error, "heartbeat lapsed: no renewal from frozen:1:x for 30001 ms (its owner promised 30000 ms)")
 		is.Equal(j.Errors[0].Generation, a.Generation)
 	})
 
@@ -298,7 +298,7 @@ func TestReclaimLooksOnlyAtTheHeartbeat(t *testing.T) {
 			errs, err := q.Renew(ctx, []lite.Lease{a.Lease()})
 			is.NoErr(err)
 			is.NoErr(errs[0])
-			got, err := q.ReclaimOrphaned(ctx, staleAfter)
+			got, err := q.ReclaimOrphaned(ctx)
 			is.NoErr(err)
 			is.Equal(len(got), 0)
 		}
@@ -313,7 +313,7 @@ func TestReclaimLooksOnlyAtTheHeartbeat(t *testing.T) {
 		id := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 1})
 		a := mustLeaseOne(t, q, "q")
 		clock.Advance(time.Minute)
-		got, err := q.ReclaimOrphaned(t.Context(), staleAfter)
+		got, err := q.ReclaimOrphaned(t.Context())
 		is.NoErr(err)
 		is.Equal(got, []lite.Reclaimed{{JobID: id, Generation: a.Generation + 1, State: lite.StateDead}})
 		j := mustGet(t, q, id)
@@ -342,7 +342,7 @@ func TestReclaimLooksOnlyAtTheHeartbeat(t *testing.T) {
 		}
 		clock.Advance(time.Hour) // every last heartbeat is long past
 
-		got, err := q.ReclaimOrphaned(ctx, staleAfter)
+		got, err := q.ReclaimOrphaned(ctx)
 		is.NoErr(err)
 		is.Equal(len(got), 0)
 		for i, id := range ids {
@@ -350,11 +350,61 @@ func TestReclaimLooksOnlyAtTheHeartbeat(t *testing.T) {
 		}
 	})
 
-	t.Run("reclaim rejects a staleAfter that is not positive", func(t *testing.T) {
+	t.Run("a lease's own stale-after decides, whoever reclaims", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := mustOpen(t, clock)
+		ctx := t.Context()
+		slow := mustEnqueue(t, q, lite.NewJob{Queue: "slow"})
+		fast := mustEnqueue(t, q, lite.NewJob{Queue: "fast"})
+		_, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"slow"}, StaleAfter: time.Minute})
+		is.NoErr(err)
+		_, err = q.Lease(ctx, lite.LeaseRequest{Queues: []string{"fast"}, StaleAfter: time.Second})
+		is.NoErr(err)
+
+		clock.Advance(30 * time.Second) // past fast's promise, within slow's
+		got, err := q.ReclaimOrphaned(ctx)
+		is.NoErr(err)
+		is.Equal(len(got), 1)
+		is.Equal(got[0].JobID, fast)
+		is.Equal(mustGet(t, q, slow).State, lite.StateRunning)
+
+		clock.Advance(30*time.Second + time.Millisecond) // now past slow's too
+		got, err = q.ReclaimOrphaned(ctx)
+		is.NoErr(err)
+		is.Equal(len(got), 1)
+		is.Equal(got[0].JobID, slow)
+	})
+
+	t.Run("a renewal keeps the lease's own stale-after", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := mustOpen(t, clock)
+		ctx := t.Context()
+		mustEnqueue(t, q, lite.NewJob{})
+		jobs, err := q.Lease(ctx, lite.LeaseRequest{StaleAfter: time.Hour})
+		is.NoErr(err)
+		for range 5 {
+			clock.Advance(50 * time.Minute)
+			errs, err := q.Renew(ctx, []lite.Lease{jobs[0].Lease()})
+			is.NoErr(err)
+			is.NoErr(errs[0])
+		}
+		clock.Advance(59 * time.Minute) // under an hour since the last beat
+		got, err := q.ReclaimOrphaned(ctx)
+		is.NoErr(err)
+		is.Equal(len(got), 0)
+	})
+
+	t.Run("a lease refuses a negative stale-after", func(t *testing.T) {
 		is := is.New(t)
 		q, _ := mustOpen(t, newFakeClock())
-		_, err := q.ReclaimOrphaned(t.Context(), 0)
+		mustEnqueue(t, q, lite.NewJob{})
+		_, err := q.Lease(t.Context(), lite.LeaseRequest{StaleAfter: -time.Second})
 		is.True(err != nil)
+		st, err := q.Stats(t.Context())
+		is.NoErr(err)
+		is.Equal(st[0].Counts[lite.StateAvailable], int64(1)) // nothing leased
 	})
 }
 
@@ -511,7 +561,7 @@ func TestReleasedAndReclaimedJobsKeepTheirPlace(t *testing.T) {
 	is.NoErr(q.Release(ctx, a.Lease()))
 	is.Equal(mustLeaseOne(t, q, "q").ID, first) // not behind the newer job
 	clock.Advance(time.Minute)
-	_, err := q.ReclaimOrphaned(ctx, staleAfter)
+	_, err := q.ReclaimOrphaned(ctx)
 	is.NoErr(err)
 	is.Equal(mustLeaseOne(t, q, "q").ID, first)
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -28,28 +30,64 @@ var errTimeout = errors.New("handler timed out")
 // outcomeKey holds the *success a handler fills in for its ack.
 type outcomeKey struct{}
 
-// success is what a handler asks its done-ack to write.
+// success is what a handler asks its done-ack to write. A handler may
+// call SetResult and CommitWithAck from any goroutine while it runs.
 type success struct {
+	mu     sync.Mutex
 	result []byte
-	writes func(tx *sql.Tx) error
+	writes []func(tx *sql.Tx) error
+}
+
+// doneAck is a success as the handler left it when it returned.
+type doneAck struct {
+	result []byte
+	writes []func(tx *sql.Tx) error
+}
+
+func (s *success) snapshot() doneAck {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return doneAck{result: s.result, writes: slices.Clone(s.writes)}
+}
+
+// runWrites runs a handler's CommitWithAck writes in order, in the ack's
+// transaction.
+func (d doneAck) runWrites(tx *sql.Tx) error {
+	for _, write := range d.writes {
+		if err := write(tx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SetResult records result as the job's result when the handler returns
 // nil. It does nothing outside a handler.
 func SetResult(ctx context.Context, result []byte) {
 	if s, ok := ctx.Value(outcomeKey{}).(*success); ok {
+		s.mu.Lock()
 		s.result = result
+		s.mu.Unlock()
 	}
 }
 
 // CommitWithAck makes writes run in the transaction that acks the job
 // done, once the handler returns nil: the handler's rows in the queue's
 // file commit if and only if its lease is still current (see
-// Queue.Complete). If writes fails, the attempt fails with its error. It
-// does nothing outside a handler.
+// Queue.Complete). A handler may call it more than once: every writes runs,
+// in the order given, in the one transaction. If any fails, nothing
+// commits and the attempt fails with its error. It combines with
+// SetResult. It does nothing outside a handler.
+//
+// writes must write through the *sql.Tx it is given. The transaction holds
+// the file's write lock, so a write through Queue.DB() or another
+// connection inside writes waits for it until the busy timeout; the
+// attempt then fails with an error that says so.
 func CommitWithAck(ctx context.Context, writes func(tx *sql.Tx) error) {
 	if s, ok := ctx.Value(outcomeKey{}).(*success); ok {
-		s.writes = writes
+		s.mu.Lock()
+		s.writes = append(s.writes, writes)
+		s.mu.Unlock()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // LeaseRequest says which jobs a worker wants.
@@ -19,7 +20,16 @@ type LeaseRequest struct {
 	Max int
 	// LockedBy is written to the jobs' locked_by. Default Options.Identity.
 	LockedBy string
+	// StaleAfter is the owner's promise: how long its heartbeat may lapse
+	// before any process may reclaim the jobs. It is stored with each
+	// lease, so a reclaimer with other settings honours it. Default
+	// DefaultStaleAfter.
+	StaleAfter time.Duration
 }
+
+// DefaultStaleAfter is a lease's StaleAfter when the request gives none:
+// six of a worker's default heartbeats.
+const DefaultStaleAfter = 30 * time.Second
 
 // uuidV4SQL makes a random version 4 UUID per row from one randomblob,
 // so that every job of one lease statement gets its own token. The
@@ -63,7 +73,7 @@ func leaseSQL(queues queueFilter, byKind bool) string {
 	}
 	return `update lite_jobs
 set state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = ` + uuidV4SQL + `, locked_by = ?, leased_at = ?, heartbeat_at = ?
+    lease_token = ` + uuidV4SQL + `, locked_by = ?, leased_at = ?, heartbeat_at = ?, stale_after_ms = ?
 where id in (
     select id from lite_jobs
     where state = 'available' and run_at <= ?` + filter + `
@@ -96,11 +106,19 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 	case req.Max == 0:
 		req.Max = 1
 	}
+	switch {
+	case req.StaleAfter < 0:
+		return nil, fmt.Errorf("negative StaleAfter %s", req.StaleAfter)
+	case req.StaleAfter == 0:
+		req.StaleAfter = DefaultStaleAfter
+	case req.StaleAfter < time.Millisecond:
+		return nil, fmt.Errorf("StaleAfter %s is under a millisecond", req.StaleAfter)
+	}
 	if req.LockedBy == "" {
 		req.LockedBy = q.opts.Identity
 	}
 	now := q.nowMillis()
-	args := []any{req.LockedBy, now, now, now}
+	args := []any{req.LockedBy, now, now, req.StaleAfter.Milliseconds(), now}
 	queues, byKind := filterFor(req.Queues), len(req.Kinds) > 0
 	switch queues {
 	case oneQueue:

@@ -127,6 +127,7 @@ type Queue struct {
 	path   string  // the database file; empty for an in-memory database
 	w      *sql.DB // the one writer connection
 	r      *sql.DB // readers; the same as w when the caller owns the *sql.DB
+	app    *sql.DB // what DB returns: the caller's own; lite never uses it
 	owned  bool
 	stmts  stmtCache
 	wakeup wakeup
@@ -185,7 +186,17 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 	}
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
-	q := &Queue{opts: opts, path: path, w: w, r: r, owned: true, stmts: stmtCache{db: w}}
+	// The caller's transactions get connections of their own, so that one
+	// held open never takes the writer from lite's heartbeats and acks, and
+	// a write that waits for lite's lock fails after the busy timeout
+	// instead of waiting forever in the pool. Opening makes no connection.
+	app, err := sql.Open("sqlite", dsn(path, opts, false))
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	q := &Queue{opts: opts, path: path, w: w, r: r, app: app, owned: true, stmts: stmtCache{db: w}}
 	if err := q.migrate(ctx); err != nil {
 		q.Close()
 		return nil, err
@@ -204,7 +215,7 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new queue: %w", err)
 	}
-	q := &Queue{opts: opts, w: db, r: db, stmts: stmtCache{db: db}}
+	q := &Queue{opts: opts, w: db, r: db, app: db, stmts: stmtCache{db: db}}
 	if err := q.migrate(ctx); err != nil {
 		q.stmts.close()
 		return nil, fmt.Errorf("new queue: %w", err)
@@ -216,11 +227,15 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	return q, nil
 }
 
-// DB is the queue's writer. Begin a transaction on it to write your own
-// rows with EnqueueTx. It has one connection: a transaction of yours that
-// waits for another of lite's calls on the same queue waits forever, so
-// inside it use only the Tx forms.
-func (q *Queue) DB() *sql.DB { return q.w }
+// DB is a pool of connections to the queue's file for your own tables:
+// begin a transaction on it to write your rows and enqueue with EnqueueTx
+// in the same commit. Its transactions begin IMMEDIATE, as lite's do. Its
+// connections are not lite's writer: while one of your transactions holds
+// the file's write lock, lite's writes (and a call such as Enqueue rather
+// than EnqueueTx inside that transaction) wait for it up to the busy
+// timeout, then fail with ErrBusy. For a queue made by New it is the
+// caller's own *sql.DB.
+func (q *Queue) DB() *sql.DB { return q.app }
 
 // Close releases the queue's statements and, if Open made them, its
 // connections. Calls after Close fail.
@@ -229,7 +244,7 @@ func (q *Queue) Close() error {
 	q.closed.Do(func() {
 		q.stmts.close()
 		if q.owned {
-			err = errors.Join(q.r.Close(), q.w.Close())
+			err = errors.Join(q.app.Close(), q.r.Close(), q.w.Close())
 		}
 	})
 	return err
@@ -276,9 +291,15 @@ func dsn(path string, o Options, readOnly bool) string {
 }
 
 // withTx runs fn in one write transaction (BEGIN IMMEDIATE on a queue that
-// Open made) and commits if fn returns nil.
+// Open made) and commits if fn returns nil. A cancel of ctx can stop a
+// statement inside fn, which then rolls the transaction back, but never
+// the commit: once it starts, its outcome is the call's.
 func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
-	tx, err := q.w.BeginTx(ctx, nil)
+	txCtx, err := uncancelled(ctx)
+	if err != nil {
+		return err
+	}
+	tx, err := q.w.BeginTx(txCtx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Reclaimed is a job ReclaimOrphaned took from a worker whose heartbeat
@@ -18,10 +17,12 @@ type Reclaimed struct {
 	State State
 }
 
-// reclaimSQL looks only at the heartbeat: a job that runs long but keeps
-// renewing is never taken, one whose renewals stopped is. The lapsed
-// attempt counts and is recorded with the worker that held it; run_at
-// stays, so the job keeps its place in line.
+// reclaimSQL looks only at the heartbeat, against the lease owner's own
+// promise (stale_after_ms, stored when it leased): a job that runs long
+// but keeps renewing is never taken, one whose renewals stopped is, and a
+// reclaimer's own settings play no part. The lapsed attempt counts and is
+// recorded with the worker that held it; run_at stays, so the job keeps
+// its place in line.
 const reclaimSQL = `update lite_jobs
 set state = case when attempts >= max_attempts then 'dead' else 'available' end,
     finished_at = case when attempts >= max_attempts then ?1 end,
@@ -29,35 +30,31 @@ set state = case when attempts >= max_attempts then 'dead' else 'available' end,
     errors = json_insert(errors, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?1,
         'error', 'heartbeat lapsed: no renewal from ' || coalesce(locked_by, 'unknown worker') ||
-                 ' for ' || (?1 - heartbeat_at) || ' ms')),
-    lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null
-where state = 'running' and heartbeat_at < ?2
+                 ' for ' || (?1 - heartbeat_at) || ' ms (its owner promised ' || stale_after_ms || ' ms)')),
+    lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null
+where state = 'running' and heartbeat_at + stale_after_ms < ?1
 returning id, generation, state`
 
 // ReclaimOrphaned (recoverStale) takes back every running job whose last
-// heartbeat is older than staleAfter: it goes back to available, or to
-// dead when its attempts are spent, under a new generation, so the lapsed
-// worker's ack is a no-op.
-func (q *Queue) ReclaimOrphaned(ctx context.Context, staleAfter time.Duration) ([]Reclaimed, error) {
-	if staleAfter <= 0 {
-		return nil, fmt.Errorf("reclaim: staleAfter must be positive, got %s", staleAfter)
-	}
-	now := q.nowMillis()
-	rows, err := q.writer().QueryContext(ctx, reclaimSQL, now, now-staleAfter.Milliseconds())
+// heartbeat is older than its lease owner's StaleAfter: it goes back to
+// available, or to dead when its attempts are spent, under a new
+// generation, so the lapsed worker's ack is a no-op.
+func (q *Queue) ReclaimOrphaned(ctx context.Context) ([]Reclaimed, error) {
+	rows, err := q.writer().QueryContext(ctx, reclaimSQL, q.nowMillis())
 	if err != nil {
-		return nil, fmt.Errorf("reclaim: %w", err)
+		return nil, fmt.Errorf("reclaim: %w", classify(err))
 	}
 	var out []Reclaimed
 	for rows.Next() {
 		var r Reclaimed
 		if err := rows.Scan(&r.JobID, &r.Generation, &r.State); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("reclaim: %w", err)
+			return nil, fmt.Errorf("reclaim: %w", classify(err))
 		}
 		out = append(out, r)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, fmt.Errorf("reclaim: %w", err)
+		return nil, fmt.Errorf("reclaim: %w", classify(err))
 	}
 	if len(out) > 0 {
 		q.notify()

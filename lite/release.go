@@ -10,7 +10,7 @@ import (
 // and refunds the attempt: the job did not fail, its worker let go of it.
 // run_at stays: the job was due, and keeps its place in line.
 const releaseSet = `state = 'available', generation = generation + 1, attempts = attempts - 1,
-    lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null`
+    lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null`
 
 const releaseSQL = `update lite_jobs set ` + releaseSet + `
 where id = ? and generation = ? and state = 'running'`

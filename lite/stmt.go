@@ -61,10 +61,28 @@ func (c *stmtCache) close() {
 	c.m = nil
 }
 
-// writer runs statements on the writer outside any transaction.
+// writer runs statements on the writer outside any transaction. A
+// statement that has started runs to its end whatever happens to the
+// caller's context: the driver can report a cancel for a statement that
+// committed, and then an error would not mean that nothing was written.
+// A context that has already ended stops the call before it starts.
 type writer struct{ stmts *stmtCache }
 
+// uncancelled is ctx without its cancellation, or ctx's error if it has
+// ended already. Without a way to cancel, the driver also skips the
+// goroutine it would start to watch for one.
+func uncancelled(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
 func (w writer) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx, err := uncancelled(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s, err := w.stmts.prepare(ctx, query)
 	if err != nil {
 		return nil, err
@@ -73,6 +91,10 @@ func (w writer) ExecContext(ctx context.Context, query string, args ...any) (sql
 }
 
 func (w writer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx, err := uncancelled(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s, err := w.stmts.prepare(ctx, query)
 	if err != nil {
 		return nil, err
@@ -81,10 +103,16 @@ func (w writer) QueryContext(ctx context.Context, query string, args ...any) (*s
 }
 
 func (w writer) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if _, err := uncancelled(ctx); err != nil {
+		// *sql.Row has no constructor for an error: the pool reports the
+		// ended context through Scan without running anything.
+		return w.stmts.db.QueryRowContext(ctx, query, args...)
+	}
+	ctx = context.WithoutCancel(ctx)
 	s, err := w.stmts.prepare(ctx, query)
 	if err != nil {
-		// *sql.Row has no constructor for an error: running the query
-		// unprepared reports the same failure through Scan.
+		// Running the query unprepared reports the same failure through
+		// Scan.
 		return w.stmts.db.QueryRowContext(ctx, query, args...)
 	}
 	return s.QueryRowContext(ctx, args...)

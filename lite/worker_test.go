@@ -70,6 +70,13 @@ func (e *events) record(ev lite.Event) {
 	e.ch <- ev
 }
 
+// seen is every event recorded so far, in order.
+func (e *events) seen() []lite.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]lite.Event(nil), e.all...)
+}
+
 // await returns the next event of kind, skipping others.
 func (e *events) await(t *testing.T, kind lite.EventKind) lite.Event {
 	t.Helper()
@@ -571,6 +578,8 @@ func TestWorkerOptionsAreChecked(t *testing.T) {
 	is.Equal(err.Error(), "worker options: StaleAfter 2s is under three heartbeats of 1s")
 	_, err = lite.NewWorker(q, lite.WorkerOptions{Concurrency: -1})
 	is.True(err != nil)
+	_, err = lite.NewWorker(q, lite.WorkerOptions{KindTimeouts: map[string]time.Duration{"mail": -time.Second}})
+	is.Equal(err.Error(), `worker options: negative timeout -1s for kind "mail"`)
 
 	w, err := lite.NewWorker(q, lite.WorkerOptions{})
 	is.NoErr(err)
@@ -665,4 +674,91 @@ func TestCommitWithAckLandsOnlyWithTheCurrentLease(t *testing.T) {
 	is.NoErr(rows.Close())
 	is.Equal(gens, []int64{3}) // one row, from the lease that finished the job
 	is.Equal(mustGet(t, q, id).State, lite.StateDone)
+}
+
+func TestCommitWithAckCalledTwice(t *testing.T) {
+	setup := func(t *testing.T, opts lite.Options) (*lite.Queue, int64) {
+		q := mustOpenOpts(t, filepath.Join(t.TempDir(), "q.db"), opts)
+		_, err := q.DB().ExecContext(t.Context(), `create table notes (body text not null)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q, mustEnqueue(t, q, lite.NewJob{})
+	}
+	note := func(body string) func(tx *sql.Tx) error {
+		return func(tx *sql.Tx) error {
+			_, err := tx.Exec(`insert into notes values (?)`, body)
+			return err
+		}
+	}
+	notes := func(t *testing.T, q *lite.Queue) []string {
+		rows, err := q.DB().QueryContext(t.Context(), `select body from notes order by rowid`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var got []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, s)
+		}
+		return got
+	}
+
+	t.Run("every write runs, in order, in the ack's transaction", func(t *testing.T) {
+		is := is.New(t)
+		q, id := setup(t, lite.Options{})
+		w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+		w.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
+			lite.CommitWithAck(ctx, note("first"))
+			lite.SetResult(ctx, []byte("ok"))
+			lite.CommitWithAck(ctx, note("second"))
+			return nil
+		})
+		rep, err := w.RunOnce(t.Context())
+		is.NoErr(err)
+		is.Equal(rep, lite.Report{Leased: 1, Done: 1})
+		is.Equal(notes(t, q), []string{"first", "second"})
+		is.Equal(string(mustGet(t, q, id).Result), "ok") // SetResult combines with it
+	})
+
+	t.Run("one failing write commits none and fails the attempt", func(t *testing.T) {
+		is := is.New(t)
+		q, id := setup(t, lite.Options{})
+		w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+		w.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
+			lite.CommitWithAck(ctx, note("first"))
+			lite.CommitWithAck(ctx, func(tx *sql.Tx) error { return errors.New("ledger closed") })
+			return nil
+		})
+		rep, err := w.RunOnce(t.Context())
+		is.NoErr(err)
+		is.Equal(rep, lite.Report{Leased: 1, Failed: 1})
+		is.Equal(len(notes(t, q)), 0)
+		j := mustGet(t, q, id)
+		is.Equal(j.State, lite.StateAvailable)
+		is.True(strings.Contains(j.Errors[0].Error, "ledger closed"))
+	})
+
+	t.Run("a write through Queue.DB fails the attempt and says why", func(t *testing.T) {
+		is := is.New(t)
+		q, id := setup(t, lite.Options{BusyTimeout: 100 * time.Millisecond})
+		w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+		w.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
+			lite.CommitWithAck(ctx, func(*sql.Tx) error {
+				_, err := q.DB().Exec(`insert into notes values ('outside')`)
+				return err
+			})
+			return nil
+		})
+		rep, err := w.RunOnce(t.Context())
+		is.NoErr(err)
+		is.Equal(rep, lite.Report{Leased: 1, Failed: 1})
+		is.Equal(len(notes(t, q)), 0) // nothing written, inside or outside
+		j := mustGet(t, q, id)
+		is.True(strings.Contains(j.Errors[0].Error, "write through the *sql.Tx given, not Queue.DB()"))
+	})
 }

@@ -1,0 +1,92 @@
+package lite
+
+import (
+	"context"
+	"time"
+)
+
+// Heartbeat renews every lease the worker holds, in one statement, and
+// cancels the handler of each lease found lost, with ErrLeaseLost as the
+// cause. Run calls it every HeartbeatInterval; call it yourself only to
+// drive a worker by hand, as tests do.
+func (w *Worker) Heartbeat(ctx context.Context) error {
+	w.mu.Lock()
+	runs := make([]*run, 0, len(w.active))
+	for _, r := range w.active {
+		runs = append(runs, r)
+	}
+	w.mu.Unlock()
+	if len(runs) == 0 {
+		return nil
+	}
+	leases := make([]Lease, len(runs))
+	for i, r := range runs {
+		leases[i] = r.job.Lease()
+	}
+	results, err := w.q.Renew(ctx, leases)
+	if err != nil {
+		return err
+	}
+	for i, lost := range results {
+		r := runs[i]
+		if lost == nil || r.settling.Load() {
+			continue
+		}
+		w.opts.Logger.Warn("lite: lease lost; stopping its handler",
+			"job_id", r.job.ID, "kind", r.job.Kind, "lease_generation", r.job.Generation)
+		r.cancel(lost)
+	}
+	return nil
+}
+
+// Reclaim is recoverStale: it takes back every job, of any worker, whose
+// heartbeat lapsed past its own owner's StaleAfter. Run calls it every
+// ReclaimInterval.
+func (w *Worker) Reclaim(ctx context.Context) error {
+	reclaimed, err := w.q.ReclaimOrphaned(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range reclaimed {
+		w.opts.Logger.Warn("lite: reclaimed a job whose heartbeat lapsed",
+			"job_id", r.JobID, "generation", r.Generation, "state", r.State)
+		w.emit(Event{Kind: EventReclaimed, JobID: r.JobID, Generation: r.Generation})
+	}
+	return nil
+}
+
+func (w *Worker) heartbeatLogged(ctx context.Context) {
+	if err := w.Heartbeat(ctx); err != nil {
+		w.opts.Logger.Warn("lite: heartbeat failed; retrying next interval", "err", err)
+	}
+}
+
+func (w *Worker) reclaimLogged(ctx context.Context) {
+	if err := w.Reclaim(ctx); err != nil {
+		w.opts.Logger.Warn("lite: reclaim failed; retrying next interval", "err", err)
+	}
+}
+
+// every runs fn every interval until the returned stop is called; stop
+// waits for a running fn to return.
+func (w *Worker) every(ctx context.Context, interval time.Duration, fn func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn(ctx)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}

@@ -1,0 +1,119 @@
+package lite
+
+import (
+	"context"
+	"time"
+)
+
+// walSafetyPoll is how often a worker that watches the WAL polls anyway,
+// in case a write was not reported.
+const walSafetyPoll = time.Second
+
+// leaseRetry is how soon a worker tries again after a lease failed (a
+// lock held past the busy timeout, a full disk).
+const leaseRetry = 100 * time.Millisecond
+
+// loop leases whenever a slot is free and work may be there, then sleeps
+// until that may change. Each lease asks for every free slot at once, so
+// a backlog is taken in batches as handlers finish, yet a free slot never
+// waits for another job to finish.
+func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, walWrites <-chan struct{}, poll time.Duration) {
+	var nextRunAt time.Time
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		wake := w.q.wakeup.wait()
+		backlog := false // the last lease filled every slot it asked for
+		if free := w.free(); free > 0 {
+			jobs, err := w.lease(ctx, free)
+			if ctx.Err() != nil {
+				// A lease that committed as the worker was told to stop
+				// still hands out its jobs: give them back.
+				w.releaseUnstarted(jobs)
+				return
+			}
+			for _, j := range jobs {
+				w.start(handlerCtx, j)
+			}
+			switch {
+			case err != nil:
+				// Nothing may change in the file to wake the worker (a lock
+				// released by a rollback writes nothing): come back on time.
+				w.opts.Logger.Warn("lite: lease failed; retrying", "err", err, "in", leaseRetry)
+				nextRunAt = w.q.opts.Now().Add(leaseRetry)
+			case len(jobs) == free:
+				backlog = true
+			default:
+				if nextRunAt, err = w.q.nextRunAt(ctx, w.opts.Queues, w.kindList); err != nil && ctx.Err() == nil {
+					w.opts.Logger.Warn("lite: reading the next run_at failed", "err", err)
+				}
+			}
+		}
+		if w.idleHook != nil {
+			w.idleHook()
+		}
+		var ok bool
+		switch {
+		case w.free() == 0:
+			// Every slot is busy: nothing can be leased until one frees,
+			// whatever comes due or is committed meanwhile.
+			ok = w.waitForSlot(ctx)
+		case backlog:
+			ok = true // more may wait, and a slot is free again already
+		default:
+			ok = w.waitForWork(ctx, wake, watcher, walWrites, timer, poll, nextRunAt)
+		}
+		if !ok {
+			return
+		}
+	}
+}
+
+// waitForSlot sleeps until a handler frees its slot; false if ctx ended.
+func (w *Worker) waitForSlot(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-w.freed:
+		return true
+	}
+}
+
+// waitForWork sleeps, with a slot free, until a job may be there to lease:
+// a wake-up from this process, a commit by another process (reported by
+// the WAL watch, or seen by the poll), or the earliest scheduled run_at.
+// It returns false if ctx ended.
+func (w *Worker) waitForWork(ctx context.Context, wake <-chan struct{}, watcher *changeWatcher,
+	walWrites <-chan struct{}, timer *time.Timer, poll time.Duration, nextRunAt time.Time) bool {
+	for {
+		timer.Reset(w.pollWait(poll, nextRunAt))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-wake:
+			return true
+		case <-walWrites:
+			return true
+		case <-timer.C:
+			// A watcher that fails (the file is gone, the queue closed)
+			// reports no change: the worker then wakes only when a job
+			// comes due, rather than spinning on the error.
+			changed, _ := watcher.changed(ctx)
+			due := !nextRunAt.IsZero() && !w.q.opts.Now().Before(nextRunAt)
+			if changed || due {
+				return true
+			}
+		}
+	}
+}
+
+// pollWait is the poll interval, or less when a scheduled job comes due
+// sooner.
+func (w *Worker) pollWait(poll time.Duration, nextRunAt time.Time) time.Duration {
+	d := poll
+	if !nextRunAt.IsZero() {
+		d = min(d, max(nextRunAt.Sub(w.q.opts.Now()), 0))
+	}
+	return d
+}

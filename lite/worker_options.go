@@ -1,0 +1,100 @@
+package lite
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// WorkerOptions configure a Worker. The zero value of each field is its
+// default; a negative value is an error.
+type WorkerOptions struct {
+	// Queues to take jobs from; empty means every queue.
+	Queues []string
+	// Concurrency is how many handlers run at once. Default 8.
+	Concurrency int
+	// HeartbeatInterval is how often the worker renews its leases, all in
+	// one statement. Default 5s.
+	HeartbeatInterval time.Duration
+	// StaleAfter is how long a job's heartbeat may lapse before any
+	// worker reclaims it. It is stored with each lease the worker takes,
+	// so every reclaimer, whatever its own settings, honours it. It must
+	// be at least three heartbeats, so that one slow renewal never costs a
+	// lease. Default six heartbeats.
+	StaleAfter time.Duration
+	// ReclaimInterval is how often the worker reclaims lapsed jobs of any
+	// worker (recoverStale). Default HeartbeatInterval.
+	ReclaimInterval time.Duration
+	// PollInterval is how often an idle worker checks for commits by
+	// other processes (PRAGMA data_version: no write, no query of the
+	// table). Jobs enqueued in this process wake it at once. On Linux a
+	// write to the file's WAL wakes it too (inotify), and it polls only
+	// as a safety net, at most once a second. Default 5ms.
+	PollInterval time.Duration
+	// Timeout bounds each handler run; KindTimeouts overrides it per
+	// kind. Zero means no timeout.
+	Timeout      time.Duration
+	KindTimeouts map[string]time.Duration
+	// ShutdownGrace is how long running handlers may finish after Run's
+	// context ends before they are cancelled and their leases released.
+	// Default 10s.
+	ShutdownGrace time.Duration
+	// Logger receives warnings (lost leases, reclaims, failed writes).
+	// Default slog.Default().
+	Logger *slog.Logger
+	// Identity is written to locked_by. Default the queue's Identity.
+	Identity string
+	// OnEvent, if set, is called for every event, from the goroutine
+	// where it happened. It must not block.
+	OnEvent func(Event)
+}
+
+// Defaults for WorkerOptions.
+const (
+	DefaultConcurrency       = 8
+	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultPollInterval      = 5 * time.Millisecond
+	DefaultShutdownGrace     = 10 * time.Second
+)
+
+func (o WorkerOptions) withDefaults(q *Queue) (WorkerOptions, error) {
+	if o.Concurrency < 0 || o.HeartbeatInterval < 0 || o.StaleAfter < 0 || o.ReclaimInterval < 0 ||
+		o.PollInterval < 0 || o.Timeout < 0 || o.ShutdownGrace < 0 {
+		return o, errors.New("worker options: negative value")
+	}
+	for kind, d := range o.KindTimeouts {
+		if d < 0 {
+			return o, fmt.Errorf("worker options: negative timeout %s for kind %q", d, kind)
+		}
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.StaleAfter == 0 {
+		o.StaleAfter = 6 * o.HeartbeatInterval
+	}
+	if o.StaleAfter < 3*o.HeartbeatInterval {
+		return o, fmt.Errorf("worker options: StaleAfter %s is under three heartbeats of %s",
+			o.StaleAfter, o.HeartbeatInterval)
+	}
+	if o.ReclaimInterval == 0 {
+		o.ReclaimInterval = o.HeartbeatInterval
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.ShutdownGrace == 0 {
+		o.ShutdownGrace = DefaultShutdownGrace
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Identity == "" {
+		o.Identity = q.opts.Identity
+	}
+	return o, nil
+}
