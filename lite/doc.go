@@ -23,6 +23,9 @@
 // exist exactly when your data commits, and Complete commits a handler's
 // own writes to the same file together with its ack, or neither.
 //
-// Time comes only from Options.Now, so tests can drive heartbeats and
-// reclaims with a fake clock.
+// What counts as lapsed, due or expired is read from one clock,
+// Options.Now, so tests make heartbeats lapse and jobs come due with a fake
+// clock, calling Worker.Heartbeat and Worker.Reclaim themselves. The
+// intervals at which a running Worker beats, reclaims and polls, handler
+// timeouts and the shutdown grace are real-time durations.
 package lite

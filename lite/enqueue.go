@@ -148,9 +148,10 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, err
 	if err != nil {
 		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
 	}
-	// The job is visible only once the caller commits; workers that wake
-	// too early find it through their change watcher.
-	q.notify()
+	// No wake-up here: the job is visible only once the caller commits,
+	// and a worker woken now would wait on the caller's write lock. The
+	// commit reaches idle workers as one by another connection, through
+	// the WAL watch or the data_version poll.
 	return id, nil
 }
 

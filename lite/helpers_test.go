@@ -9,7 +9,9 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// fakeClock is the only time tests see: they move it, never sleep.
+// fakeClock is the only time the code under test reads: tests move it to
+// make heartbeats lapse and jobs come due. A test sleeps only to give a
+// misbehaving goroutine the chance to show itself, never to let time pass.
 type fakeClock struct {
 	mu  sync.Mutex
 	now time.Time

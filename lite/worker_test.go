@@ -429,6 +429,26 @@ func TestInProcessEnqueueWakesAnIdleWorker(t *testing.T) {
 	is.Equal(done.JobID, id)
 }
 
+func TestAJobEnqueuedInACallersTransactionReachesAnIdleWorker(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, nil)
+	ctx := t.Context()
+	w, ev, _ := testWorker(t, q, lite.WorkerOptions{PollInterval: 10 * time.Millisecond})
+	lite.PollOnly(w) // why: only the data_version poll sees the caller's commit
+	idle := make(chan struct{}, 100)
+	lite.SetIdleHook(w, func() { idle <- struct{}{} })
+	w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+	runWorker(t, w)
+	recv(t, idle)
+
+	tx, err := q.DB().BeginTx(ctx, nil)
+	is.NoErr(err)
+	id, err := q.EnqueueTx(ctx, tx, lite.NewJob{})
+	is.NoErr(err)
+	is.NoErr(tx.Commit())
+	is.Equal(ev.await(t, lite.EventDone).JobID, id)
+}
+
 func TestAJobFromAnotherProcessIsPickedUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a process")
