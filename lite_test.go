@@ -236,6 +236,8 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 		{"an unreadable db path", filepath.Join(dir, "no", "such", "dir.db"), "", []string{"enqueue", "x"}, 1, "no such file or directory"},
 		{"a missing db for a read", filepath.Join(dir, "missing.db"), "", []string{"ls"}, 1, "no such file or directory"},
 		{"a file that is not a database", notDB, "", []string{"ls"}, 1, "not a lite database"},
+		{"a NUL in a kind", db, `{"kind":"a\u0000b"}` + "\n", []string{"enqueue", "--file", "-"}, 1, "control character"},
+		{"an escape in a queue", db, "", []string{"enqueue", "-q", "mail\x1b[2J", "x"}, 1, "control character"},
 	}
 	for _, c := range cases {
 		t.Run(c.name+" is refused with a clear error", func(t *testing.T) {
@@ -251,6 +253,7 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			is.True(strings.Contains(r.stderr, c.want))
 			is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
 			is.Equal(r.stdout, "")
+			is.Equal(rawUnsafe(r.stderr), "") // the error echoes no terminal escape raw
 
 			if before != nil {
 				is.Equal(listJobs(t, c.db), before) // nothing stored changed

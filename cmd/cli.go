@@ -110,6 +110,13 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 	if err != nil {
 		return err
 	}
+	// An error may echo a job's queue, kind or key, a line of a file or an
+	// argument: whatever it returns must be safe to print.
+	defer func() {
+		if err != nil && escapeLine(err.Error()) != err.Error() {
+			err = terminalSafe{err}
+		}
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			code, ok := r.(exitRequest)

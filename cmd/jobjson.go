@@ -71,8 +71,13 @@ func toJSON(j *lite.Job) jobJSON {
 	return out
 }
 
+// writeJSON prints v as indented JSON, with every rune a terminal would
+// act on escaped (see escapeJSON).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(escapeJSON(b), '\n'))
+	return err
 }
