@@ -238,6 +238,7 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 		{"a file that is not a database", notDB, "", []string{"ls"}, 1, "not a lite database"},
 		{"a NUL in a kind", db, `{"kind":"a\u0000b"}` + "\n", []string{"enqueue", "--file", "-"}, 1, "control character"},
 		{"an escape in a queue", db, "", []string{"enqueue", "-q", "mail\x1b[2J", "x"}, 1, "control character"},
+		{"a bad line in an enqueue file", db, "\n{\"payload\":\"a\"}\n{oops\n", []string{"enqueue", "--file", "-"}, 1, "line 3: "},
 	}
 	for _, c := range cases {
 		t.Run(c.name+" is refused with a clear error", func(t *testing.T) {
