@@ -137,3 +137,46 @@ func TestUntrustedTextNeverReachesTheTerminalRaw(t *testing.T) {
 		is.True(strings.Contains(show, `"exit status 1: bad\x1b[2J\x1b]0;pwned\a"`))
 	})
 }
+
+// liteJSON runs the binary with --json and decodes what it printed.
+func liteJSON(t *testing.T, db, stdin string, args ...string) any {
+	t.Helper()
+	out := mustLite(t, db, stdin, append([]string{"--json"}, args...)...)
+	var v any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("lite --json %v: %v: %q", args, err, out)
+	}
+	return v
+}
+
+func TestAdminCommandsPrintJSON(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	// Job 1 is leased an hour ago and never renewed; job 2 is leased now.
+	hourAgo := func() time.Time { return time.Now().Add(-time.Hour) }
+	q, err := lite.Open(t.Context(), db, lite.Options{Now: hourAgo})
+	is.NoErr(err)
+	for range 3 {
+		_, err := q.Enqueue(t.Context(), lite.NewJob{})
+		is.NoErr(err)
+	}
+	_, err = q.Lease(t.Context(), lite.LeaseRequest{Max: 1})
+	is.NoErr(err)
+	is.NoErr(q.Close())
+	q, err = lite.Open(t.Context(), db, lite.Options{})
+	is.NoErr(err)
+	_, err = q.Lease(t.Context(), lite.LeaseRequest{Max: 1})
+	is.NoErr(err)
+	is.NoErr(q.Close())
+
+	type obj = map[string]any
+	is.Equal(liteJSON(t, db, "", "reclaim", "--stale-after", "30m"), []any{obj{"id": 1.0, "state": "available", "generation": 2.0}})
+	is.Equal(liteJSON(t, db, "", "reclaim", "--stale-after", "30m"), []any{}) // none left: a list, not null
+	is.Equal(liteJSON(t, db, "", "release", "2"), obj{"id": 2.0, "state": "available", "generation": 2.0})
+	is.Equal(liteJSON(t, db, "", "cancel", "3"), obj{"id": 3.0, "state": "cancelled"})
+	is.Equal(liteJSON(t, db, "", "retry", "3"), obj{"id": 3.0, "state": "available"})
+	mustLite(t, db, "", "cancel", "3")
+	is.Equal(liteJSON(t, db, "", "purge", "--state", "cancelled", "--older-than", "0s"), obj{"purged": 1.0})
+	is.Equal(liteJSON(t, db, "{\"unique_key\":\"k\"}\n\n{\"unique_key\":\"k\"}\n", "enqueue", "--file", "-"),
+		obj{"enqueued": 1.0, "duplicates": 1.0})
+}

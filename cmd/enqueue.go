@@ -40,13 +40,14 @@ type jsonLine struct {
 	UniqueKey   string          `json:"unique_key"`
 }
 
-// Run enqueues and prints the new job's id (or, with --file, a count).
+// Run enqueues and prints the new job's id (--json: the job), or with
+// --file a count (--json: {"enqueued": N, "duplicates": M}).
 func (c *EnqueueCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	if c.File != "" {
 		if c.Payload != "" {
 			return usagef("enqueue: give a payload or --file, not both")
 		}
-		return c.enqueueFile(ctx, env, q)
+		return c.enqueueFile(ctx, env, g, q)
 	}
 	if c.Delay < 0 {
 		return usagef("enqueue: --delay %s is negative", c.Delay)
@@ -167,7 +168,7 @@ func culprit(ctx context.Context, q *lite.Queue, batch []lite.NewJob, batchErr e
 	return -1, nil
 }
 
-func (c *EnqueueCmd) enqueueFile(ctx context.Context, env Env, q *lite.Queue) error {
+func (c *EnqueueCmd) enqueueFile(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	in := env.Stdin
 	if c.File != "-" {
 		f, err := os.Open(c.File)
@@ -208,6 +209,12 @@ func (c *EnqueueCmd) enqueueFile(ctx context.Context, env Env, q *lite.Queue) er
 		return err
 	}
 	progress.done()
+	if g.JSON {
+		return writeJSON(env.Stdout, struct {
+			Enqueued   int `json:"enqueued"`
+			Duplicates int `json:"duplicates"`
+		}{f.added, f.duplicates})
+	}
 	_, err := fmt.Fprintf(env.Stdout, "enqueued %d jobs (%d duplicates skipped)\n", f.added, f.duplicates)
 	return err
 }
