@@ -16,7 +16,7 @@ type CancelCmd struct {
 // is voided, so its worker stops it and its ack is skipped.
 func (c *CancelCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	if err := q.Cancel(ctx, c.ID); err != nil {
-		return notFound("cancel", c.ID, err)
+		return jobError("cancel", c.ID, err)
 	}
 	if g.JSON {
 		return writeJSON(env.Stdout, jobChange{ID: c.ID, State: lite.StateCancelled})

@@ -64,6 +64,18 @@ func (e UsageError) Unwrap() error { return e.Err }
 
 func usagef(format string, args ...any) error { return UsageError{fmt.Errorf(format, args...)} }
 
+// jobError words a failed command on one job the same way for every
+// command: "retry job 637: job not found". The library's error already
+// names the job in its own words ("get job 637: job not found" for show),
+// so when that is all its outer layer adds, the layer is dropped rather
+// than doubled.
+func jobError(op string, id int64, err error) error {
+	if inner := errors.Unwrap(err); inner != nil && strings.HasSuffix(err.Error(), ": "+inner.Error()) {
+		err = inner
+	}
+	return fmt.Errorf("%s job %d: %w", op, id, err)
+}
+
 // ExitCode is the process exit code for an error Run returned: 2 for a
 // usage error, 1 for any other.
 func ExitCode(err error) int {

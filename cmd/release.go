@@ -16,7 +16,7 @@ type ReleaseCmd struct {
 func (c *ReleaseCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	gen, err := q.ReleaseUnowned(ctx, c.ID)
 	if err != nil {
-		return notFound("release", c.ID, err)
+		return jobError("release", c.ID, err)
 	}
 	if g.JSON {
 		return writeJSON(env.Stdout, jobChange{ID: c.ID, State: lite.StateAvailable, Generation: gen})

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,19 +16,11 @@ type ShowCmd struct {
 	ID int64 `arg:"" help:"The job's id."`
 }
 
-// notFound words a missing job the way every command reports it.
-func notFound(op string, id int64, err error) error {
-	if errors.Is(err, lite.ErrNotFound) {
-		return fmt.Errorf("%s %d: job not found", op, id)
-	}
-	return err
-}
-
 // Run prints every field of the job, or the job as JSON with --json.
 func (c *ShowCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	j, err := q.Get(ctx, c.ID)
 	if err != nil {
-		return notFound("show", c.ID, err)
+		return jobError("show", c.ID, err)
 	}
 	if g.JSON {
 		return writeJSON(env.Stdout, toJSON(j))
