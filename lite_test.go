@@ -243,12 +243,15 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 		{"a NUL in a kind", db, `{"kind":"a\u0000b"}` + "\n", []string{"enqueue", "--file", "-"}, 1, "control character"},
 		{"an escape in a queue", db, "", []string{"enqueue", "-q", "mail\x1b[2J", "x"}, 1, "control character"},
 		{"a bad line in an enqueue file", db, "\n{\"payload\":\"a\"}\n{oops\n", []string{"enqueue", "--file", "-"}, 1, "line 3: "},
+		{"an empty db path", "", "", []string{"ls"}, 2, "--db (or LITE_DB) is empty"},
+		{"a device as the db", os.DevNull, "", []string{"ls"}, 2, "is not a regular file"},
+		{"a directory as the db", dir, "", []string{"enqueue", "x"}, 2, "is not a regular file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name+" is refused with a clear error", func(t *testing.T) {
 			is := is.New(t)
 			var before []cliJob
-			if _, err := os.Stat(c.db); err == nil && c.db != notDB {
+			if info, err := os.Stat(c.db); err == nil && info.Mode().IsRegular() && c.db != notDB {
 				before = listJobs(t, c.db)
 			}
 			notesBefore, _ := os.ReadFile(notDB)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -93,6 +94,27 @@ type exitRequest int
 // refuse a missing file rather than create an empty one.
 var createsFile = map[string]bool{"enqueue": true, "work": true}
 
+// checkDB refuses a --db that SQLite must not be given, before SQLite
+// sees it: an empty path (LITE_DB set to nothing), and anything but a
+// regular file or, for a command that may create one, a new path. SQLite
+// would open a device or a FIFO and write its journal beside it
+// (/dev/null-journal).
+func checkDB(path string, mayCreate bool) error {
+	if path == "" {
+		return usagef("--db (or LITE_DB) is empty; give the queue's file")
+	}
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && mayCreate:
+		return nil
+	case err != nil:
+		return fmt.Errorf("open %s: %w", path, err)
+	case !info.Mode().IsRegular():
+		return usagef("--db %s is not a regular file", path)
+	}
+	return nil
+}
+
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.
 func Run(ctx context.Context, args []string, env Env) (err error) {
@@ -109,10 +131,8 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(env, &cli.Globals),
 		kong.BindToProvider(func() (*lite.Queue, error) {
-			if !createsFile[command] {
-				if _, err := os.Stat(cli.DB); err != nil {
-					return nil, fmt.Errorf("open %s: %w", cli.DB, err)
-				}
+			if err := checkDB(cli.DB, createsFile[command]); err != nil {
+				return nil, err
 			}
 			q, err := lite.Open(ctx, cli.DB, lite.Options{})
 			queue = q
