@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,4 +57,48 @@ func TestADBThatIsNotARegularFileIsLeftAlone(t *testing.T) {
 		_, err := os.Stat(os.DevNull + suffix)
 		is.True(os.IsNotExist(err) || strings.Contains(strings.Join(before, " "), suffix)) // SQLite made no file beside it
 	}
+}
+func TestDemoRefusesAFileItDidNotMake(t *testing.T) {
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("my notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	queue := filepath.Join(dir, "jobs.db")
+	mustLite(t, queue, "", "enqueue", "-k", "demo", "job 1") // a real queue, even one that looks like the demo's
+	for _, file := range []string{notes, queue, dir} {
+		t.Run(filepath.Base(file)+" is refused and left as it was", func(t *testing.T) {
+			is := is.New(t)
+			var jobs []cliJob
+			if file == queue {
+				jobs = listJobs(t, queue)
+			}
+			notesBefore, _ := os.ReadFile(notes)
+			cmd := exec.CommandContext(t.Context(), liteBin, "demo", "--file", file, "--jobs", "10", "--workers", "3")
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			err := cmd.Run()
+			exit, ok := err.(*exec.ExitError)
+			is.True(ok)
+			is.Equal(exit.ExitCode(), 2)
+			is.Equal(errOut.String(), fmt.Sprintf("lite: demo: %s exists and is not a demo's file; remove it or give another --file\n", file))
+			is.Equal(out.String(), "")
+			notesAfter, _ := os.ReadFile(notes)
+			is.Equal(notesAfter, notesBefore)
+			if file == queue {
+				is.Equal(listJobs(t, queue), jobs)
+			}
+		})
+	}
+
+	t.Run("a previous demo's file is made anew", func(t *testing.T) {
+		is := is.New(t)
+		file := filepath.Join(t.TempDir(), "demo.db")
+		for range 2 {
+			out, err := exec.CommandContext(t.Context(), liteBin, "demo", "--file", file, "--jobs", "10", "--workers", "3").CombinedOutput()
+			is.NoErr(err)
+			is.True(strings.Contains(string(out), "10 of 10 jobs done"))
+		}
+		is.Equal(len(listJobs(t, file)), 10) // the second run's jobs only
+	})
 }
