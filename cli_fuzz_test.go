@@ -17,7 +17,7 @@ func FuzzCLIArgs(f *testing.F) {
 	for _, seed := range []string{
 		"enqueue hello", "enqueue --delay 5m -q mail x", "enqueue --delay -1s x", "ls --state bogus",
 		"show 1", "show abc", "stats", "purge --state done --older-than 1h", "retry 9", "cancel 1",
-		"release 1", "reclaim --stale-after 0s", "--json ls -n 0", "--version", "--help", "bogus",
+		"release 1", "reclaim --bogus", "--json ls -n 0", "--version", "--help", "bogus",
 		"work", "work -c 0 --", "schema", "enqueue --file /nonexistent",
 	} {
 		f.Add(seed)

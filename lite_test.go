@@ -222,8 +222,12 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 		code  int
 		want  string
 	}{
-		{"an unknown job id", db, "", []string{"show", "42"}, 1, "lite: show 42: job not found\n"},
-		{"an unknown id to release", db, "", []string{"release", "42"}, 1, "lite: release 42: job not found\n"},
+		{"an unknown job id", db, "", []string{"show", "42"}, 1, "lite: show job 42: job not found\n"},
+		{"an unknown id to release", db, "", []string{"release", "42"}, 1, "lite: release job 42: job not found\n"},
+		{"an unknown id to retry", db, "", []string{"retry", "42"}, 1, "lite: retry job 42: job not found\n"},
+		{"an unknown id to cancel", db, "", []string{"cancel", "42"}, 1, "lite: cancel job 42: job not found\n"},
+		{"releasing a job that is not running", db, "", []string{"release", "1"}, 1, "lite: release job 1: invalid job state: it is available, not running\n"},
+		{"retrying a job that is not dead", db, "", []string{"retry", "1"}, 1, "lite: retry job 1: invalid job state: it is available, not dead or cancelled\n"},
 		{"a job id that is not a number", db, "", []string{"show", "abc"}, 2, "expected a valid 64 bit int"},
 		{"a bad duration", db, "", []string{"enqueue", "--delay", "5parsecs", "x"}, 2, "--delay"},
 		{"a bad flag", db, "", []string{"ls", "--colour"}, 2, "unknown flag --colour"},
@@ -231,17 +235,23 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 		{"work without --", db, "", []string{"work", "./handler.sh"}, 2, "give the command after --"},
 		{"stale-after under three heartbeats", db, "", []string{"work", "--heartbeat", "1s", "--stale-after", "2s", "--", "true"}, 2, "under three heartbeats"},
 		{"purge without a state", db, "", []string{"purge", "--older-than", "1h"}, 2, "--state"},
-		{"cancelling a finished job", done, "", []string{"cancel", "1"}, 1, "it is done, not available or running"},
+		{"cancelling a finished job", done, "", []string{"cancel", "1"}, 1, "lite: cancel job 1: invalid job state: it is done, not available or running\n"},
 		{"a payload over the cap", db, strings.Repeat("x", 1<<20+1), []string{"enqueue", "-"}, 1, "too large"},
 		{"an unreadable db path", filepath.Join(dir, "no", "such", "dir.db"), "", []string{"enqueue", "x"}, 1, "no such file or directory"},
 		{"a missing db for a read", filepath.Join(dir, "missing.db"), "", []string{"ls"}, 1, "no such file or directory"},
 		{"a file that is not a database", notDB, "", []string{"ls"}, 1, "not a lite database"},
+		{"a NUL in a kind", db, `{"kind":"a\u0000b"}` + "\n", []string{"enqueue", "--file", "-"}, 1, "control character"},
+		{"an escape in a queue", db, "", []string{"enqueue", "-q", "mail\x1b[2J", "x"}, 1, "control character"},
+		{"a bad line in an enqueue file", db, "\n{\"payload\":\"a\"}\n{oops\n", []string{"enqueue", "--file", "-"}, 1, "line 3: "},
+		{"an empty db path", "", "", []string{"ls"}, 2, "--db (or LITE_DB) is empty"},
+		{"a device as the db", os.DevNull, "", []string{"ls"}, 2, "is not a regular file"},
+		{"a directory as the db", dir, "", []string{"enqueue", "x"}, 2, "is not a regular file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name+" is refused with a clear error", func(t *testing.T) {
 			is := is.New(t)
 			var before []cliJob
-			if _, err := os.Stat(c.db); err == nil && c.db != notDB {
+			if info, err := os.Stat(c.db); err == nil && info.Mode().IsRegular() && c.db != notDB {
 				before = listJobs(t, c.db)
 			}
 			notesBefore, _ := os.ReadFile(notDB)
@@ -251,6 +261,7 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			is.True(strings.Contains(r.stderr, c.want))
 			is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
 			is.Equal(r.stdout, "")
+			is.Equal(rawUnsafe(r.stderr), "") // the error echoes no terminal escape raw
 
 			if before != nil {
 				is.Equal(listJobs(t, c.db), before) // nothing stored changed

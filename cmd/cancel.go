@@ -14,9 +14,12 @@ type CancelCmd struct {
 
 // Run cancels the job: an available one never runs; a running one's lease
 // is voided, so its worker stops it and its ack is skipped.
-func (c *CancelCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+func (c *CancelCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	if err := q.Cancel(ctx, c.ID); err != nil {
-		return notFound("cancel", c.ID, err)
+		return jobError("cancel", c.ID, err)
+	}
+	if g.JSON {
+		return writeJSON(env.Stdout, jobChange{ID: c.ID, State: lite.StateCancelled})
 	}
 	_, err := fmt.Fprintf(env.Stdout, "job %d cancelled\n", c.ID)
 	return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -64,6 +65,18 @@ func (e UsageError) Unwrap() error { return e.Err }
 
 func usagef(format string, args ...any) error { return UsageError{fmt.Errorf(format, args...)} }
 
+// jobError words a failed command on one job the same way for every
+// command: "retry job 637: job not found". The library's error already
+// names the job in its own words ("get job 637: job not found" for show),
+// so when that is all its outer layer adds, the layer is dropped rather
+// than doubled.
+func jobError(op string, id int64, err error) error {
+	if inner := errors.Unwrap(err); inner != nil && strings.HasSuffix(err.Error(), ": "+inner.Error()) {
+		err = inner
+	}
+	return fmt.Errorf("%s job %d: %w", op, id, err)
+}
+
 // ExitCode is the process exit code for an error Run returned: 2 for a
 // usage error, 1 for any other.
 func ExitCode(err error) int {
@@ -81,6 +94,27 @@ type exitRequest int
 // refuse a missing file rather than create an empty one.
 var createsFile = map[string]bool{"enqueue": true, "work": true}
 
+// checkDB refuses a --db that SQLite must not be given, before SQLite
+// sees it: an empty path (LITE_DB set to nothing), and anything but a
+// regular file or, for a command that may create one, a new path. SQLite
+// would open a device or a FIFO and write its journal beside it
+// (/dev/null-journal).
+func checkDB(path string, mayCreate bool) error {
+	if path == "" {
+		return usagef("--db (or LITE_DB) is empty; give the queue's file")
+	}
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && mayCreate:
+		return nil
+	case err != nil:
+		return fmt.Errorf("open %s: %w", path, err)
+	case !info.Mode().IsRegular():
+		return usagef("--db %s is not a regular file", path)
+	}
+	return nil
+}
+
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.
 func Run(ctx context.Context, args []string, env Env) (err error) {
@@ -97,10 +131,8 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(env, &cli.Globals),
 		kong.BindToProvider(func() (*lite.Queue, error) {
-			if !createsFile[command] {
-				if _, err := os.Stat(cli.DB); err != nil {
-					return nil, fmt.Errorf("open %s: %w", cli.DB, err)
-				}
+			if err := checkDB(cli.DB, createsFile[command]); err != nil {
+				return nil, err
 			}
 			q, err := lite.Open(ctx, cli.DB, lite.Options{})
 			queue = q
@@ -110,6 +142,13 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 	if err != nil {
 		return err
 	}
+	// An error may echo a job's queue, kind or key, a line of a file or an
+	// argument: whatever it returns must be safe to print.
+	defer func() {
+		if err != nil && escapeLine(err.Error()) != err.Error() {
+			err = terminalSafe{err}
+		}
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			code, ok := r.(exitRequest)

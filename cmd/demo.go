@@ -3,9 +3,11 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -20,7 +22,7 @@ import (
 // one mid-job, freezes another past its stale-after, and shows every job
 // done once, each with the result of its final lease.
 type DemoCmd struct {
-	File    string `default:"lite-demo.db" type:"path" help:"The demo's own file; it is made anew."`
+	File    string `default:"lite-demo.db" type:"path" help:"The demo's own file: made anew if a demo made it, refused if anything else is there."`
 	Jobs    int    `default:"200" help:"How many jobs to enqueue."`
 	Workers int    `default:"4" help:"How many worker processes to start (at least 3)."`
 }
@@ -34,16 +36,17 @@ func (c *DemoCmd) Run(ctx context.Context, env Env) error {
 	if c.Jobs < 10 || c.Workers < 3 {
 		return usagef("demo: needs --jobs of at least 10 and --workers of at least 3")
 	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(c.File + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("demo: %w", err)
-		}
+	if err := c.clear(ctx); err != nil {
+		return err
 	}
 	q, err := lite.Open(ctx, c.File, lite.Options{})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer q.Close()
+	if err := markDemo(ctx, q); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
 	jobs := make([]lite.NewJob, c.Jobs)
 	for i := range jobs {
 		jobs[i] = lite.NewJob{Kind: "demo", Payload: fmt.Appendf(nil, "job %d", i+1)}
@@ -73,6 +76,80 @@ func (c *DemoCmd) Run(ctx context.Context, env Env) error {
 		w.cmd.Wait()
 	}
 	return c.summarize(ctx, q, out, workers)
+}
+
+// demoMarker is a table only the demo makes. The demo deletes an existing
+// --file only when it holds this table, so a user's queue, or any other
+// file given by mistake, is never deleted.
+const demoMarker = "lite_demo"
+
+// markDemo adds the marker to a new demo file and checkpoints it into the
+// main file, so that even a demo killed at once leaves a file the next
+// one recognises without its -wal.
+func markDemo(ctx context.Context, q *lite.Queue) error {
+	_, err := q.DB().ExecContext(ctx, `create table `+demoMarker+` (note text not null) strict;
+insert into `+demoMarker+` values ('made by lite demo, which may delete this file');`)
+	if err != nil {
+		return err
+	}
+	_, err = q.DB().ExecContext(ctx, `pragma wal_checkpoint(truncate)`)
+	return err
+}
+
+// clear deletes a previous demo's file with its -wal and -shm, and
+// refuses anything else in the way.
+func (c *DemoCmd) clear(ctx context.Context) error {
+	files := []string{c.File, c.File + "-wal", c.File + "-shm"}
+	ours := isDemoFile(ctx, c.File)
+	for _, f := range files {
+		_, err := os.Lstat(f)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return fmt.Errorf("demo: %w", err)
+		case !ours:
+			return usagef("demo: %s exists and is not a demo's file; remove it or give another --file", f)
+		}
+	}
+	if !ours {
+		return nil
+	}
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+	return nil
+}
+
+// isDemoFile reports whether path is a regular SQLite file holding the
+// demo's marker. It reads the header itself, so that SQLite never opens
+// a file that is not a database, and then opens it immutable: no lock,
+// no journal, nothing written beside it.
+func isDemoFile(ctx context.Context, path string) bool {
+	info, err := os.Lstat(path)
+	if err != nil || !info.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	header := make([]byte, 16)
+	_, err = io.ReadFull(f, header)
+	f.Close()
+	if err != nil || string(header) != "SQLite format 3\x00" {
+		return false
+	}
+	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	db, err := sql.Open("sqlite", "file:"+escaped+"?mode=ro&immutable=1")
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(ctx, `select count(*) from sqlite_schema where type = 'table' and name = ?`, demoMarker).Scan(&n)
+	return err == nil && n == 1
 }
 
 type demoWorker struct {

@@ -40,13 +40,14 @@ type jsonLine struct {
 	UniqueKey   string          `json:"unique_key"`
 }
 
-// Run enqueues and prints the new job's id (or, with --file, a count).
+// Run enqueues and prints the new job's id (--json: the job), or with
+// --file a count (--json: {"enqueued": N, "duplicates": M}).
 func (c *EnqueueCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	if c.File != "" {
 		if c.Payload != "" {
 			return usagef("enqueue: give a payload or --file, not both")
 		}
-		return c.enqueueFile(ctx, env, q)
+		return c.enqueueFile(ctx, env, g, q)
 	}
 	if c.Delay < 0 {
 		return usagef("enqueue: --delay %s is negative", c.Delay)
@@ -95,7 +96,79 @@ func readCapped(r io.Reader, limit int) ([]byte, error) {
 
 const enqueueBatchSize = 1000
 
-func (c *EnqueueCmd) enqueueFile(ctx context.Context, env Env, q *lite.Queue) error {
+// fileEnqueue is the progress of enqueue --file: the jobs committed so
+// far, and the batch being gathered with the file line of each of its jobs.
+type fileEnqueue struct {
+	name              string
+	added, duplicates int
+	batch             []lite.NewJob
+	lines             []int
+}
+
+// fail words an error at where (a line, or a batch's lines) as one line
+// that also says what the file left stored: every batch committed before
+// it, nothing from the first line of the batch it stopped.
+func (f *fileEnqueue) fail(where string, from int, err error) error {
+	if len(f.lines) > 0 {
+		from = f.lines[0]
+	}
+	stored := "nothing was enqueued"
+	if f.added+f.duplicates > 0 {
+		skipped := ""
+		if f.duplicates > 0 {
+			skipped = fmt.Sprintf(" (%d duplicates skipped)", f.duplicates)
+		}
+		stored = fmt.Sprintf("%d jobs before line %d were enqueued%s, nothing from line %d on", f.added, from, skipped, from)
+	}
+	return fmt.Errorf("enqueue --file %s: %s: %w; %s", f.name, where, err, stored)
+}
+
+// flush commits the batch in one transaction.
+func (f *fileEnqueue) flush(ctx context.Context, q *lite.Queue) error {
+	if len(f.batch) == 0 {
+		return nil
+	}
+	got, err := q.EnqueueBatch(ctx, f.batch)
+	if err != nil {
+		if i, jobErr := culprit(ctx, q, f.batch, err); i >= 0 {
+			return f.fail(fmt.Sprintf("line %d", f.lines[i]), 0, jobErr)
+		}
+		return f.fail(fmt.Sprintf("lines %d-%d", f.lines[0], f.lines[len(f.lines)-1]), 0, err)
+	}
+	for _, e := range got {
+		if e.Duplicate {
+			f.duplicates++
+		} else {
+			f.added++
+		}
+	}
+	f.batch, f.lines = f.batch[:0], f.lines[:0]
+	return nil
+}
+
+// culprit finds the job of a batch that EnqueueBatch refused, which it
+// names only by its index in an error's text: it enqueues the jobs one by
+// one in a transaction it rolls back, and returns the first that fails,
+// with its error. It returns -1 for an error of the database rather than
+// of a job (busy, full, cancelled), or one it cannot reproduce.
+func culprit(ctx context.Context, q *lite.Queue, batch []lite.NewJob, batchErr error) (int, error) {
+	if errors.Is(batchErr, lite.ErrBusy) || errors.Is(batchErr, lite.ErrFull) || ctx.Err() != nil {
+		return -1, nil
+	}
+	tx, err := q.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return -1, nil
+	}
+	defer tx.Rollback()
+	for i, j := range batch {
+		if _, err := q.EnqueueTx(ctx, tx, j); err != nil && !errors.Is(err, lite.ErrDuplicate) {
+			return i, err
+		}
+	}
+	return -1, nil
+}
+
+func (c *EnqueueCmd) enqueueFile(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	in := env.Stdin
 	if c.File != "-" {
 		f, err := os.Open(c.File)
@@ -106,29 +179,11 @@ func (c *EnqueueCmd) enqueueFile(ctx context.Context, env Env, q *lite.Queue) er
 		in = f
 	}
 	progress := newProgress(env.Stderr)
+	defer progress.done()
+	f := &fileEnqueue{name: c.File}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 2*lite.DefaultMaxPayloadBytes+4096)
-	var batch []lite.NewJob
-	var added, duplicates, line int
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		got, err := q.EnqueueBatch(ctx, batch)
-		if err != nil {
-			return fmt.Errorf("enqueue %s: lines %d-%d: %w", c.File, line-len(batch)+1, line, err)
-		}
-		for _, e := range got {
-			if e.Duplicate {
-				duplicates++
-			} else {
-				added++
-			}
-		}
-		batch = batch[:0]
-		progress.show(added + duplicates)
-		return nil
-	}
+	line := 0
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
@@ -137,22 +192,30 @@ func (c *EnqueueCmd) enqueueFile(ctx context.Context, env Env, q *lite.Queue) er
 		}
 		j, err := c.parseLine([]byte(text))
 		if err != nil {
-			return fmt.Errorf("enqueue %s: line %d: %w (nothing after line %d was enqueued)", c.File, line, err, line-len(batch)-1)
+			return f.fail(fmt.Sprintf("line %d", line), line, err)
 		}
-		if batch = append(batch, j); len(batch) == enqueueBatchSize {
-			if err := flush(); err != nil {
+		f.batch, f.lines = append(f.batch, j), append(f.lines, line)
+		if len(f.batch) == enqueueBatchSize {
+			if err := f.flush(ctx, q); err != nil {
 				return err
 			}
+			progress.show(f.added + f.duplicates)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("enqueue %s: line %d: %w", c.File, line+1, err)
+		return f.fail(fmt.Sprintf("line %d", line+1), line+1, err)
 	}
-	if err := flush(); err != nil {
+	if err := f.flush(ctx, q); err != nil {
 		return err
 	}
 	progress.done()
-	_, err := fmt.Fprintf(env.Stdout, "enqueued %d jobs (%d duplicates skipped)\n", added, duplicates)
+	if g.JSON {
+		return writeJSON(env.Stdout, struct {
+			Enqueued   int `json:"enqueued"`
+			Duplicates int `json:"duplicates"`
+		}{f.added, f.duplicates})
+	}
+	_, err := fmt.Fprintf(env.Stdout, "enqueued %d jobs (%d duplicates skipped)\n", f.added, f.duplicates)
 	return err
 }
 

@@ -37,7 +37,7 @@ func (c *LsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) err
 	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY")
 	for _, j := range jobs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\n",
-			j.ID, j.State, j.Queue, j.Kind, j.Priority, j.Attempts, j.MaxAttempts, j.Generation, j.LockedBy)
+			j.ID, safe(string(j.State)), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation, safe(j.LockedBy))
 	}
 	return tw.Flush()
 }

@@ -28,8 +28,10 @@ func (p *progress) show(n int) {
 	}
 }
 
+// done clears the count, once, before the final line or an error.
 func (p *progress) done() {
 	if p.shown {
 		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
 	}
 }

@@ -14,14 +14,19 @@ type PurgeCmd struct {
 	OlderThan time.Duration `required:"" help:"Purge jobs that finished longer ago than this."`
 }
 
-// Run purges and prints how many jobs went.
-func (c *PurgeCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+// Run purges and prints how many jobs went (--json: {"purged": N}).
+func (c *PurgeCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	if c.OlderThan < 0 {
 		return usagef("purge: --older-than %s is negative", c.OlderThan)
 	}
 	n, err := q.Purge(ctx, time.Now().Add(-c.OlderThan), c.State...)
 	if err != nil {
 		return err
+	}
+	if g.JSON {
+		return writeJSON(env.Stdout, struct {
+			Purged int64 `json:"purged"`
+		}{n})
 	}
 	_, err = fmt.Fprintf(env.Stdout, "purged %d jobs\n", n)
 	return err

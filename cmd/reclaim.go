@@ -12,11 +12,18 @@ import (
 // is taken back only once its own owner's promise has lapsed.
 type ReclaimCmd struct{}
 
-// Run reclaims and prints each job taken back.
-func (c *ReclaimCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+// Run reclaims and prints each job taken back (--json: a list of them).
+func (c *ReclaimCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	got, err := q.ReclaimOrphaned(ctx)
 	if err != nil {
 		return err
+	}
+	if g.JSON {
+		out := make([]jobChange, len(got))
+		for i, r := range got {
+			out[i] = jobChange{ID: r.JobID, State: r.State, Generation: r.Generation}
+		}
+		return writeJSON(env.Stdout, out)
 	}
 	for _, r := range got {
 		fmt.Fprintf(env.Stdout, "job %d reclaimed: %s, generation %d\n", r.JobID, r.State, r.Generation)

@@ -13,10 +13,13 @@ type ReleaseCmd struct {
 }
 
 // Run makes the job available again; its worker's ack becomes a no-op.
-func (c *ReleaseCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+func (c *ReleaseCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	gen, err := q.ReleaseUnowned(ctx, c.ID)
 	if err != nil {
-		return notFound("release", c.ID, err)
+		return jobError("release", c.ID, err)
+	}
+	if g.JSON {
+		return writeJSON(env.Stdout, jobChange{ID: c.ID, State: lite.StateAvailable, Generation: gen})
 	}
 	_, err = fmt.Fprintf(env.Stdout, "job %d released; now generation %d\n", c.ID, gen)
 	return err

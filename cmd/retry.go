@@ -13,9 +13,12 @@ type RetryCmd struct {
 }
 
 // Run retries the job.
-func (c *RetryCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+func (c *RetryCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	if err := q.Retry(ctx, c.ID); err != nil {
-		return notFound("retry", c.ID, err)
+		return jobError("retry", c.ID, err)
+	}
+	if g.JSON {
+		return writeJSON(env.Stdout, jobChange{ID: c.ID, State: lite.StateAvailable})
 	}
 	_, err := fmt.Fprintf(env.Stdout, "job %d is available again\n", c.ID)
 	return err

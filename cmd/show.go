@@ -2,8 +2,9 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,19 +16,11 @@ type ShowCmd struct {
 	ID int64 `arg:"" help:"The job's id."`
 }
 
-// notFound words a missing job the way every command reports it.
-func notFound(op string, id int64, err error) error {
-	if errors.Is(err, lite.ErrNotFound) {
-		return fmt.Errorf("%s %d: job not found", op, id)
-	}
-	return err
-}
-
 // Run prints every field of the job, or the job as JSON with --json.
 func (c *ShowCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	j, err := q.Get(ctx, c.ID)
 	if err != nil {
-		return notFound("show", c.ID, err)
+		return jobError("show", c.ID, err)
 	}
 	if g.JSON {
 		return writeJSON(env.Stdout, toJSON(j))
@@ -36,9 +29,9 @@ func (c *ShowCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
 	row("id", j.ID)
-	row("queue", j.Queue)
-	row("kind", j.Kind)
-	row("state", j.State)
+	row("queue", safe(j.Queue))
+	row("kind", safe(j.Kind))
+	row("state", safe(string(j.State)))
 	row("priority", j.Priority)
 	row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
 	row("generation", j.Generation)
@@ -56,8 +49,12 @@ func (c *ShowCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 		return err
 	}
 	for _, e := range j.Errors {
-		fmt.Fprintf(env.Stdout, "error, attempt %d (generation %d) at %s:\n  %s\n",
-			e.Attempt, e.Generation, e.At.Format(time.RFC3339), e.Error)
+		fmt.Fprintf(env.Stdout, "error, attempt %d (generation %d) at %s:\n",
+			e.Attempt, e.Generation, e.At.Format(time.RFC3339))
+		// A command's stderr keeps its lines; each is escaped on its own.
+		for line := range strings.SplitSeq(e.Error, "\n") {
+			fmt.Fprintf(env.Stdout, "  %s\n", safe(line))
+		}
 	}
 	return nil
 }
@@ -73,18 +70,21 @@ func stamp(t, now time.Time) string {
 	return fmt.Sprintf("%s (in %s)", t.Format(time.RFC3339), -age)
 }
 
+// orDash is s, escaped by safe, or - for nothing.
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return safe(s)
 }
 
+// printable is a payload or result: always quoted, with the same escapes
+// as safe, since it is data rather than a name.
 func printable(b []byte) string {
 	text, b64 := textOrBase64(b)
 	switch {
 	case text != nil:
-		return fmt.Sprintf("%q", *text)
+		return strconv.Quote(*text)
 	case b64 != nil:
 		return "base64:" + *b64
 	}

@@ -37,7 +37,7 @@ func (c *StatsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) 
 	}
 	fmt.Fprintln(tw, "\toldest ready")
 	for _, s := range stats {
-		fmt.Fprint(tw, s.Queue)
+		fmt.Fprint(tw, safe(s.Queue))
 		for _, st := range lite.States {
 			fmt.Fprintf(tw, "\t%d", s.Counts[st])
 		}

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // NewJob describes a job to enqueue. The zero value of each field is its
@@ -61,6 +63,14 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 	}
 	if r.payload == nil {
 		r.payload = []byte{}
+	}
+	// A worker hands queue and kind to its command's environment, where a
+	// NUL fails every attempt, and admins read them in a terminal, where
+	// the other control characters are escapes.
+	for _, f := range []struct{ name, value string }{{"queue", r.queue}, {"kind", r.kind}} {
+		if strings.ContainsFunc(f.value, unicode.IsControl) {
+			return r, fmt.Errorf("%s %q contains a control character", f.name, f.value)
+		}
 	}
 	if len(r.payload) > q.opts.MaxPayloadBytes {
 		return r, fmt.Errorf("payload of %d bytes: %w (limit %d)", len(r.payload), ErrTooLarge, q.opts.MaxPayloadBytes)

@@ -3,6 +3,7 @@ package lite_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,6 +106,44 @@ func TestEnqueue(t *testing.T) {
 				is.Equal(countJobs(t, q), 0)
 			})
 		}
+	})
+
+	t.Run("a queue or kind with a NUL or another control character is refused and stores nothing", func(t *testing.T) {
+		// why: a worker hands queue and kind to its command's environment,
+		// where a NUL fails every attempt; escapes would reach a terminal.
+		for name, j := range map[string]lite.NewJob{
+			"a NUL in a queue":         {Queue: "mail\x00"},
+			"a NUL in a kind":          {Kind: "send\x00now"},
+			"an escape in a kind":      {Kind: "evil\x1b[2J"},
+			"a newline in a queue":     {Queue: "a\nb"},
+			"a C1 control in a kind":   {Kind: "k\u009b31m"},
+			"DEL at the end of a kind": {Kind: "k\x7f"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				is := is.New(t)
+				q, _ := mustOpen(t, nil)
+				_, err := q.Enqueue(t.Context(), j)
+				is.True(err != nil)
+				is.True(strings.Contains(err.Error(), "contains a control character"))
+				_, err = q.EnqueueBatch(t.Context(), []lite.NewJob{{}, j})
+				is.True(err != nil)
+				tx, err := q.DB().BeginTx(t.Context(), nil)
+				is.NoErr(err)
+				_, err = q.EnqueueTx(t.Context(), tx, j)
+				is.True(err != nil)
+				is.NoErr(tx.Commit())
+				is.Equal(countJobs(t, q), 0)
+			})
+		}
+	})
+
+	t.Run("a queue or kind in any script, with spaces or symbols, is kept as it is", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "邮件 müll", Kind: "send → ✉️ 👩‍💻"})
+		j := mustGet(t, q, id)
+		is.Equal(j.Queue, "邮件 müll")
+		is.Equal(j.Kind, "send → ✉️ 👩‍💻")
 	})
 
 	t.Run("an oversized payload says so", func(t *testing.T) {

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+// rawUnsafe describes the first thing in out that must not reach a
+// terminal as it is: a control character other than a newline, DEL, a C1
+// control, a bidi override or isolate, or a byte of invalid UTF-8. It is
+// empty when out is safe to print.
+func rawUnsafe(out string) string {
+	for i := 0; i < len(out); {
+		r, size := utf8.DecodeRuneInString(out[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return fmt.Sprintf("invalid UTF-8 %#x at byte %d", out[i], i)
+		case r == '\n':
+		case r < 0x20, r >= 0x7f && r <= 0x9f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			return fmt.Sprintf("%U at byte %d", r, i)
+		}
+		i += size
+	}
+	return ""
+}
+
+// Text that a job's enqueuer, its worker or its command controls, each
+// trying to drive the terminal of whoever inspects the queue.
+const (
+	hostileQueue    = "q\x1b[2J\x1b]0;pwned\a"
+	hostileKind     = "evil\x1b[2J\x1b]0;pwned\a\u009b31m\u202etxt\x7f"
+	hostileKey      = "key\r\x1b[1A\xff"
+	hostileLockedBy = "host\x1b[31m:1:\u2066abcd"
+	hostileToken    = "tok\x1b[5m"
+	hostileError    = "exit status 1: first line\n\x1b[2Jsecond\tline\u202e\n\u009bthird"
+)
+
+// hostileDB makes a file holding one running job whose every text field is
+// hostile, written with raw SQL as a foreign program or an older lite could
+// have written it.
+func hostileDB(t *testing.T) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "hostile.db")
+	q, err := lite.Open(t.Context(), db, lite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	errs, err := json.Marshal([]map[string]any{{"attempt": 1, "generation": 1, "at": time.Now().UnixMilli(), "error": hostileError}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	_, err = q.DB().ExecContext(t.Context(), `insert into lite_jobs
+    (queue, kind, payload, state, run_at, attempts, max_attempts, generation,
+     lease_token, locked_by, leased_at, heartbeat_at, unique_key, errors, created_at)
+values (?, ?, ?, 'running', ?, 2, 5, 2, ?, ?, ?, ?, ?, ?, ?)`,
+		hostileQueue, hostileKind, []byte("pay\x1b[2Jload"), now, hostileToken, hostileLockedBy, now, now, hostileKey, string(errs), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestUntrustedTextNeverReachesTheTerminalRaw(t *testing.T) {
+	db := hostileDB(t)
+
+	for _, args := range [][]string{{"ls"}, {"ls", "-s", "running"}, {"show", "1"}, {"stats"},
+		{"--json", "ls"}, {"--json", "show", "1"}, {"--json", "stats"}} {
+		t.Run(strings.Join(args, " ")+" prints hostile fields escaped", func(t *testing.T) {
+			is := is.New(t)
+			out := mustLite(t, db, "", args...)
+			is.Equal(rawUnsafe(out), "") // nothing raw reaches the terminal
+		})
+	}
+
+	t.Run("ls, show and stats quote a hostile field in Go's escaped form", func(t *testing.T) {
+		is := is.New(t)
+		ls := mustLite(t, db, "", "ls")
+		is.True(strings.Contains(ls, strconv.Quote(hostileQueue)))
+		is.True(strings.Contains(ls, strconv.Quote(hostileKind)))
+		is.True(strings.Contains(ls, strconv.Quote(hostileLockedBy)))
+		show := mustLite(t, db, "", "show", "1")
+		for _, s := range []string{hostileQueue, hostileKind, hostileLockedBy, hostileToken, hostileKey} {
+			is.True(strings.Contains(show, strconv.Quote(s)))
+		}
+		is.True(strings.Contains(show, `"pay\x1b[2Jload"`))
+		is.True(strings.Contains(mustLite(t, db, "", "stats"), strconv.Quote(hostileQueue)))
+	})
+
+	t.Run("show keeps a multi-line error's lines and escapes each of them", func(t *testing.T) {
+		is := is.New(t)
+		show := mustLite(t, db, "", "show", "1")
+		is.True(strings.Contains(show, "\n  exit status 1: first line\n")) // a clean line stays as it was
+		is.True(strings.Contains(show, "\n  "+strconv.Quote("\x1b[2Jsecond\tline\u202e")+"\n"))
+		is.True(strings.Contains(show, "\n  "+strconv.Quote("\u009bthird")+"\n"))
+	})
+
+	t.Run("--json keeps every hostile field's value", func(t *testing.T) {
+		is := is.New(t)
+		var j struct {
+			Queue      string `json:"queue"`
+			Kind       string `json:"kind"`
+			UniqueKey  string `json:"unique_key"`
+			LockedBy   string `json:"locked_by"`
+			LeaseToken string `json:"lease_token"`
+			Errors     []struct {
+				Error string `json:"error"`
+			} `json:"errors"`
+		}
+		is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "show", "1")), &j))
+		is.Equal(j.Queue, hostileQueue)
+		is.Equal(j.Kind, hostileKind)
+		is.Equal(j.UniqueKey, strings.ToValidUTF8(hostileKey, "\uFFFD")) // JSON holds UTF-8 only
+		is.Equal(j.LockedBy, hostileLockedBy)
+		is.Equal(j.LeaseToken, hostileToken)
+		is.Equal(len(j.Errors), 1)
+		is.Equal(j.Errors[0].Error, hostileError)
+	})
+
+	t.Run("a command's stderr recorded as its error is shown escaped", func(t *testing.T) {
+		is := is.New(t)
+		db := filepath.Join(t.TempDir(), "q.db")
+		mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
+		mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", `printf 'bad\033[2J\033]0;pwned\007' >&2; exit 1`)
+		show := mustLite(t, db, "", "show", "1")
+		is.Equal(rawUnsafe(show), "")
+		is.True(strings.Contains(show, `"exit status 1: bad\x1b[2J\x1b]0;pwned\a"`))
+	})
+}
+
+// liteJSON runs the binary with --json and decodes what it printed.
+func liteJSON(t *testing.T, db, stdin string, args ...string) any {
+	t.Helper()
+	out := mustLite(t, db, stdin, append([]string{"--json"}, args...)...)
+	var v any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("lite --json %v: %v: %q", args, err, out)
+	}
+	return v
+}
+
+func TestAdminCommandsPrintJSON(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	// Job 1 is leased an hour ago and never renewed; job 2 is leased now.
+	hourAgo := func() time.Time { return time.Now().Add(-time.Hour) }
+	q, err := lite.Open(t.Context(), db, lite.Options{Now: hourAgo})
+	is.NoErr(err)
+	for range 3 {
+		_, err := q.Enqueue(t.Context(), lite.NewJob{})
+		is.NoErr(err)
+	}
+	_, err = q.Lease(t.Context(), lite.LeaseRequest{Max: 1})
+	is.NoErr(err)
+	is.NoErr(q.Close())
+	q, err = lite.Open(t.Context(), db, lite.Options{})
+	is.NoErr(err)
+	_, err = q.Lease(t.Context(), lite.LeaseRequest{Max: 1})
+	is.NoErr(err)
+	is.NoErr(q.Close())
+
+	type obj = map[string]any
+	is.Equal(liteJSON(t, db, "", "reclaim"), []any{obj{"id": 1.0, "state": "available", "generation": 2.0}})
+	is.Equal(liteJSON(t, db, "", "reclaim"), []any{}) // none left: a list, not null
+	is.Equal(liteJSON(t, db, "", "release", "2"), obj{"id": 2.0, "state": "available", "generation": 2.0})
+	is.Equal(liteJSON(t, db, "", "cancel", "3"), obj{"id": 3.0, "state": "cancelled"})
+	is.Equal(liteJSON(t, db, "", "retry", "3"), obj{"id": 3.0, "state": "available"})
+	mustLite(t, db, "", "cancel", "3")
+	is.Equal(liteJSON(t, db, "", "purge", "--state", "cancelled", "--older-than", "0s"), obj{"purged": 1.0})
+	is.Equal(liteJSON(t, db, "{\"unique_key\":\"k\"}\n\n{\"unique_key\":\"k\"}\n", "enqueue", "--file", "-"),
+		obj{"enqueued": 1.0, "duplicates": 1.0})
+}
