@@ -28,9 +28,10 @@ type WorkerOptions struct {
 	ReclaimInterval time.Duration
 	// PollInterval is how often an idle worker checks for commits by
 	// other processes (PRAGMA data_version: no write, no query of the
-	// table). Jobs enqueued in this process wake it at once. On Linux a
-	// write to the file's WAL wakes it too (inotify), and it polls only
-	// as a safety net, at most once a second. Default 5ms.
+	// table). Jobs enqueued in this process wake it at once. A write to
+	// the file's WAL wakes it too, through the OS's file notifications,
+	// and where those work it polls only as a safety net, at most once a
+	// second. Default 5ms.
 	PollInterval time.Duration
 	// Timeout bounds each handler run; KindTimeouts overrides it per
 	// kind. Zero means no timeout.

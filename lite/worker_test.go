@@ -460,14 +460,12 @@ func TestAJobFromAnotherProcessIsPickedUp(t *testing.T) {
 	}{
 		{"by polling data_version", 10 * time.Millisecond, lite.PollOnly},
 	}
-	if runtime.GOOS == "linux" {
-		// why: the poll is an hour away, so only the WAL watch can wake it
-		cases = append(cases, struct {
-			name  string
-			poll  time.Duration
-			setup func(w *lite.Worker)
-		}{"by watching the WAL", time.Hour, func(*lite.Worker) {}})
-	}
+	// why: the poll is an hour away, so only the WAL watch can wake it
+	cases = append(cases, struct {
+		name  string
+		poll  time.Duration
+		setup func(w *lite.Worker)
+	}{"by watching the WAL", time.Hour, func(*lite.Worker) {}})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
