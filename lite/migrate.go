@@ -141,21 +141,26 @@ func contains(list []string, s string) bool {
 
 // migrate applies the migrations the file lacks, each in its own BEGIN
 // IMMEDIATE transaction, so processes opening one new file at once apply
-// each exactly once.
+// each exactly once. A file that is up to date is only read: opening it
+// must not wait for, or fail on, another process's write lock.
 func (q *Queue) migrate(ctx context.Context) error {
-	if _, err := schemaVersion(ctx, q.w); err != nil {
+	version, err := schemaVersion(ctx, q.w)
+	if err != nil {
 		return err
 	}
 	ms, err := loadMigrations()
 	if err != nil {
 		return err
 	}
+	if version == len(ms) {
+		return nil
+	}
 	c, err := q.w.Conn(ctx)
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	defer c.Close()
-	for _, m := range ms {
+	for _, m := range ms[version:] {
 		if err := q.applyMigration(ctx, c, m); err != nil {
 			return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
 		}

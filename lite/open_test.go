@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/liteq/lite/lite"
 	"github.com/matryer/is"
@@ -155,4 +156,23 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 			is.Equal(fileSum(t, path), before)
 		})
 	}
+}
+
+func TestOpenForAReadTakesNoWriteLock(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "busy.db")
+	q := mustOpenPath(t, path, nil)
+	id := mustEnqueue(t, q, lite.NewJob{Payload: []byte("readable")})
+	is.NoErr(q.Close())
+
+	release := holdWriteLock(t, path) // another process is mid-write
+	defer release()
+	// why: the schema is current, so neither migrating nor WAL mode needs
+	// the lock; `lite ls` must work while a writer holds it
+	q, err := lite.Open(t.Context(), path, lite.Options{BusyTimeout: 50 * time.Millisecond})
+	is.NoErr(err)
+	defer q.Close()
+	is.Equal(string(mustGet(t, q, id).Payload), "readable")
+	_, err = q.Stats(t.Context())
+	is.NoErr(err)
 }

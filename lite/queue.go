@@ -169,6 +169,8 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 		w.Close()
 		return nil, err
 	}
+	// On a file already in WAL mode this only reads the header: it needs no
+	// write lock, so opening for a read works while another process writes.
 	var mode string
 	if err := w.QueryRowContext(ctx, "pragma journal_mode = wal").Scan(&mode); err != nil {
 		w.Close()
