@@ -135,8 +135,11 @@ type Queue struct {
 
 // Open opens the queue in the SQLite file at path, creating it (mode 0600)
 // if it does not exist, and brings its schema up to date. A file that is not
-// a SQLite database, that holds lite-named tables lite did not create, or
-// that a newer lite migrated is refused untouched.
+// a SQLite database, whose lite-named tables, views, indexes or triggers are
+// not the ones lite's migrations made, or that a newer lite migrated is
+// refused untouched. path is a file path: ":memory:", "" and "file:" URIs
+// are refused, since the queue's connections must share one file. If Open
+// fails, it removes the file it created, if it created one.
 func Open(ctx context.Context, path string, opts Options) (*Queue, error) {
 	q, err := open(ctx, path, opts)
 	if err != nil {
@@ -145,14 +148,25 @@ func Open(ctx context.Context, path string, opts Options) (*Queue, error) {
 	return q, nil
 }
 
-func open(ctx context.Context, path string, opts Options) (*Queue, error) {
-	opts, err := opts.withDefaults()
+func open(ctx context.Context, path string, opts Options) (_ *Queue, err error) {
+	opts, err = opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if err := createPrivate(path); err != nil {
+	if err := checkPath(path); err != nil {
 		return nil, err
 	}
+	created, err := createPrivate(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// A busy file has another connection in it: the file is no longer
+		// only ours to remove.
+		if err != nil && created && !errors.Is(err, ErrBusy) {
+			removeCreated(path)
+		}
+	}()
 	w, err := sql.Open("sqlite", dsn(path, opts, false))
 	if err != nil {
 		return nil, err
@@ -239,25 +253,47 @@ func (q *Queue) Close() error {
 
 func (q *Queue) nowMillis() int64 { return q.opts.Now().UnixMilli() }
 
+// checkPath refuses names SQLite would not treat as a plain file: an
+// in-memory database is private to one connection, so the writer and the
+// readers would each see a different, empty queue.
+func checkPath(path string) error {
+	switch {
+	case path == "", path == ":memory:":
+		return fmt.Errorf("lite needs a file path, not %q: an in-memory database cannot be shared by the queue's connections", path)
+	case strings.HasPrefix(path, "file:"):
+		return errors.New("lite needs a file path, not a URI: options go in Options")
+	}
+	return nil
+}
+
 // createPrivate creates an empty file at path with mode 0600 unless
-// something is there already. SQLite would create it with 0644; its -wal
-// and -shm files take the mode of the database.
-func createPrivate(path string) error {
+// something is there already, and reports whether it created it. SQLite
+// would create it with 0644; its -wal and -shm files take the mode of the
+// database.
+func createPrivate(path string) (created bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
-		return f.Close()
+		return true, f.Close()
 	}
 	if !errors.Is(err, fs.ErrExist) {
-		return err
+		return false, err
 	}
 	info, err := os.Stat(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if info.IsDir() {
-		return errors.New("is a directory")
+		return false, errors.New("is a directory")
 	}
-	return nil
+	return false, nil
+}
+
+// removeCreated removes a database file Open created and failed to open,
+// with the files SQLite keeps beside it, which are then Open's too.
+func removeCreated(path string) {
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		os.Remove(path + suffix)
+	}
 }
 
 // dsn builds a modernc.org/sqlite URI. Pragmas go in the DSN, not in Exec:
