@@ -137,7 +137,7 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, fn func(tx
 		return fmt.Errorf("complete: %w", err)
 	}
 	if _, err := q.stmts.prepare(ctx, ackDoneSQL); err != nil {
-		return fmt.Errorf("complete: %w", err)
+		return fmt.Errorf("complete: %w", classify(err))
 	}
 	err := q.withTx(ctx, func(tx txConn) error {
 		if err := q.ackDone(ctx, tx, l, result); err != nil {
@@ -146,7 +146,7 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, fn func(tx
 		return fn(tx.tx)
 	})
 	if err != nil {
-		return fmt.Errorf("complete: %w", err)
+		return fmt.Errorf("complete: %w", classify(err))
 	}
 	return nil
 }

@@ -220,9 +220,11 @@ func sameObjects(got, want []schemaObject) error {
 
 // classify adds lite's sentinel to the SQLite errors callers act on: a
 // file that is not a database, a write lock held too long, a full disk.
+// Calling it again on its own result changes nothing, so a method may
+// classify whatever error its statements returned.
 func classify(err error) error {
 	var se *sqlite.Error
-	if !errors.As(err, &se) {
+	if !errors.As(err, &se) || errors.Is(err, ErrBusy) || errors.Is(err, ErrFull) {
 		return err
 	}
 	switch se.Code() & 0xff { // the primary code, without the extended bits
@@ -259,7 +261,7 @@ func (q *Queue) migrate(ctx context.Context) error {
 	defer c.Close()
 	for _, m := range ms[version:] {
 		if err := q.applyMigration(ctx, c, m); err != nil {
-			return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
+			return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, classify(err))
 		}
 	}
 	return nil

@@ -188,7 +188,7 @@ func open(ctx context.Context, path string, opts Options) (_ *Queue, err error) 
 	var mode string
 	if err := w.QueryRowContext(ctx, "pragma journal_mode = wal").Scan(&mode); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("journal mode: %w", err)
+		return nil, fmt.Errorf("journal mode: %w", classify(err))
 	}
 	if mode != "wal" {
 		w.Close()
@@ -227,7 +227,7 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	}
 	if err := db.QueryRowContext(ctx, `select file from pragma_database_list where name = 'main'`).Scan(&q.path); err != nil {
 		q.stmts.close()
-		return nil, fmt.Errorf("new queue: %w", err)
+		return nil, fmt.Errorf("new queue: %w", classify(err))
 	}
 	return q, nil
 }
