@@ -3,6 +3,7 @@ package lite_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -54,6 +55,21 @@ func TestEnqueue(t *testing.T) {
 		jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"q"}, Max: 10})
 		is.NoErr(err)
 		is.Equal([]int64{jobs[0].ID, jobs[1].ID, jobs[2].ID}, []int64{high, early, low})
+	})
+
+	t.Run("priorities at the ends of int lease in order", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		for _, p := range []int{math.MaxInt, -2, 5, math.MinInt, 0} {
+			mustEnqueue(t, q, lite.NewJob{Queue: "q", Priority: p})
+		}
+		jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"q"}, Max: 10})
+		is.NoErr(err)
+		var got []int
+		for _, j := range jobs {
+			got = append(got, j.Priority)
+		}
+		is.Equal(got, []int{math.MaxInt, 5, 0, -2, math.MinInt}) // no subtraction overflows
 	})
 
 	t.Run("a delayed job is not leased before its time", func(t *testing.T) {
