@@ -110,6 +110,11 @@ func TestEnqueue(t *testing.T) {
 			"both RunAt and Delay":   {Delay: time.Second, RunAt: clock.Now()},
 			"negative max attempts":  {MaxAttempts: -1},
 			"payload over the limit": {Payload: bytes.Repeat([]byte("x"), lite.DefaultMaxPayloadBytes+1)},
+			"RunAt after year 9999":  {RunAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+			"RunAt in year 1e6":      {RunAt: time.Date(1_000_000, 1, 1, 0, 0, 0, 0, time.UTC)},
+			"RunAt past int64 ms":    {RunAt: time.Date(300_000_000, 1, 1, 0, 0, 0, 0, time.UTC)},
+			"RunAt before 1970":      {RunAt: time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC)},
+			"RunAt far in the past":  {RunAt: time.Date(-300_000_000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		} {
 			t.Run(name, func(t *testing.T) {
 				is := is.New(t)
@@ -121,6 +126,18 @@ func TestEnqueue(t *testing.T) {
 				is.Equal(countJobs(t, q), 0)
 			})
 		}
+	})
+
+	t.Run("run times at the ends of the range are kept exactly", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		first, last := time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+		for _, at := range []time.Time{first, last} {
+			id := mustEnqueue(t, q, lite.NewJob{RunAt: at})
+			is.True(mustGet(t, q, id).RunAt.Equal(at))
+		}
+		_, err := q.Enqueue(t.Context(), lite.NewJob{RunAt: last.Add(time.Millisecond)})
+		is.Equal(err.Error(), "enqueue default: run time 10000-01-01T00:00:00Z is outside 1970-01-01 to 9999-12-31")
 	})
 
 	t.Run("an oversized payload says so", func(t *testing.T) {
