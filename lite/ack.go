@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // maxErrorBytes caps one attempt's recorded error, so that a handler
@@ -151,6 +153,20 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, fn func(tx
 	return nil
 }
 
+// cutError keeps at most maxErrorBytes of msg, cut between characters so
+// that the recorded error stays valid UTF-8, and marks a cut with "…".
+func cutError(msg string) string {
+	msg = strings.ToValidUTF8(msg, "\uFFFD")
+	if len(msg) <= maxErrorBytes {
+		return msg
+	}
+	n := maxErrorBytes
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:n] + "…"
+}
+
 // ackFailedSQL records the attempt's error and either schedules a retry or,
 // with attempts spent or a permanent error, buries the job.
 const ackFailedSQL = `update lite_jobs
@@ -168,10 +184,7 @@ where id = ?5 and generation = ?6 and state = 'running'`
 func (q *Queue) AckFailed(ctx context.Context, l Lease, cause error) error {
 	msg := "failed"
 	if cause != nil {
-		msg = cause.Error()
-	}
-	if len(msg) > maxErrorBytes {
-		msg = msg[:maxErrorBytes] + "…"
+		msg = cutError(cause.Error())
 	}
 	now := q.opts.Now()
 	retryAt := now.Add(q.opts.Backoff(l.Attempt)).UnixMilli()

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/liteq/lite/lite"
@@ -307,6 +309,22 @@ func TestAckFailed(t *testing.T) {
 		a := mustLeaseOne(t, q, "q")
 		is.NoErr(q.AckFailed(t.Context(), a.Lease(), errors.New(string(bytes.Repeat([]byte("e"), 1<<20)))))
 		is.True(len(mustGet(t, q, id).Errors[0].Error) < 5000)
+	})
+
+	t.Run("a long error is cut between characters, never inside one", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		a := mustLeaseOne(t, q, "q")
+		long := strings.Repeat("€", 3000) // 3 bytes each: no power of two falls between two
+		is.NoErr(q.AckFailed(t.Context(), a.Lease(), errors.New(long)))
+		got := mustGet(t, q, id).Errors[0].Error
+		is.True(utf8.ValidString(got))
+		is.True(!strings.ContainsRune(got, utf8.RuneError)) // no half character mended on the way out
+		kept, cut := strings.CutSuffix(got, "…")
+		is.True(cut)
+		is.True(strings.HasPrefix(long, kept))
+		is.True(len(kept) > 4000 && len(kept) <= 4<<10) // as much as fits
 	})
 
 	t.Run("the default backoff doubles within its jitter and stops at an hour", func(t *testing.T) {
