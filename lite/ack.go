@@ -94,15 +94,26 @@ returning lite_jobs.id, lite_jobs.generation`
 // AckDoneMany acks many leases done in one statement: a group commit.
 // Each ack is fenced on its own; the result has one entry per ack: nil,
 // ErrLeaseLost or ErrTooLarge. It is valid only when the returned error
-// is nil, that is, once the statement committed.
+// is nil, that is, once the statement committed. The acks behave as if
+// made one after another: a lease listed twice is acked by its first
+// entry, and a later entry gets ErrLeaseLost, as a second AckDone would.
 func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	results := make([]error, len(acks))
 	list := make([][3]any, 0, len(acks))
+	// In one UPDATE ... FROM, a row that two entries match is updated by
+	// one of them, chosen by SQLite: a duplicate must not reach it.
+	sent := make(map[[2]int64]bool, len(acks))
 	for i, a := range acks {
 		if err := q.checkResult(a.Lease, a.Result); err != nil {
 			results[i] = err
 			continue
 		}
+		key := [2]int64{a.Lease.JobID, a.Lease.Generation}
+		if sent[key] {
+			results[i] = fmt.Errorf("%w (listed earlier in this call)", leaseLost(a.Lease))
+			continue
+		}
+		sent[key] = true
 		var result any // no result is null; bytes go as hex
 		if len(a.Result) > 0 {
 			result = hex.EncodeToString(a.Result)

@@ -472,6 +472,39 @@ func TestAckDoneManyFencesEachAck(t *testing.T) {
 	is.Equal(mustGet(t, q, jobs[2].ID).Result, []byte(nil))
 }
 
+func TestAckDoneManyWithALeaseTwice(t *testing.T) {
+	t.Run("a lease listed twice is acked once, by its first entry", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		a := mustLeaseOne(t, q, "q")
+		errs, err := q.AckDoneMany(t.Context(), []lite.Done{
+			{Lease: a.Lease(), Result: []byte("first")},
+			{Lease: a.Lease(), Result: []byte("second")},
+		})
+		is.NoErr(err)
+		is.NoErr(errs[0])
+		is.True(errors.Is(errs[1], lite.ErrLeaseLost)) // as a second AckDone would be
+		is.Equal(string(mustGet(t, q, id).Result), "first")
+	})
+
+	t.Run("a lost lease listed twice is lost twice and changes nothing", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		a := mustLeaseOne(t, q, "q")
+		_, err := q.ReleaseUnowned(t.Context(), id)
+		is.NoErr(err)
+		mustLeaseOne(t, q, "q")
+		before := mustGet(t, q, id)
+		errs, err := q.AckDoneMany(t.Context(), []lite.Done{{Lease: a.Lease()}, {Lease: a.Lease()}})
+		is.NoErr(err)
+		is.True(errors.Is(errs[0], lite.ErrLeaseLost))
+		is.True(errors.Is(errs[1], lite.ErrLeaseLost))
+		is.Equal(mustGet(t, q, id), before)
+	})
+}
+
 func TestPurgedIDsAreNeverReused(t *testing.T) {
 	is := is.New(t)
 	clock := newFakeClock()
