@@ -103,9 +103,14 @@ func TestOpen(t *testing.T) {
 	t.Run("invalid options are an error", func(t *testing.T) {
 		is := is.New(t)
 		dir := t.TempDir()
-		for _, o := range []lite.Options{{BusyTimeout: -1}, {MaxPayloadBytes: -1}, {Readers: -1}, {Synchronous: 9}} {
+		for _, o := range []lite.Options{{BusyTimeout: -1}, {MaxPayloadBytes: -1}, {Readers: -1}, {Synchronous: 9},
+			{BusyTimeout: time.Microsecond},    // SQLite would get 0 ms: no waiting at all
+			{BusyTimeout: 25 * 24 * time.Hour}, // over an int32 of ms, SQLite reads 0
+			{WALSizeLimit: -1}} {
 			_, err := lite.Open(t.Context(), filepath.Join(dir, "x.db"), o)
-			is.True(err != nil)
+			if err == nil {
+				t.Errorf("options %+v: no error", o)
+			}
 		}
 		_, err := os.Stat(filepath.Join(dir, "x.db"))
 		is.True(errors.Is(err, os.ErrNotExist)) // no file made for a bad call

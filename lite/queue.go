@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
@@ -44,7 +45,8 @@ type Options struct {
 	// Synchronous picks durability over speed. Default SyncFull.
 	Synchronous Synchronous
 	// BusyTimeout is how long a write waits for another process's write
-	// lock before it fails. Default 10s.
+	// lock before it fails. Default 10s. SQLite counts it in whole
+	// milliseconds, in an int32: from 1ms to about 24 days.
 	BusyTimeout time.Duration
 	// MaxPayloadBytes caps payloads and results. Default 1 MiB.
 	MaxPayloadBytes int
@@ -79,11 +81,18 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Synchronous != SyncFull && o.Synchronous != SyncNormal {
 		return o, fmt.Errorf("options: unknown Synchronous %d", o.Synchronous)
 	}
+	// SQLite would read a timeout under a millisecond, or over an int32 of
+	// them, as 0: no waiting at all.
 	switch {
 	case o.BusyTimeout < 0:
 		return o, fmt.Errorf("options: negative BusyTimeout %s", o.BusyTimeout)
 	case o.BusyTimeout == 0:
 		o.BusyTimeout = DefaultBusyTimeout
+	case o.BusyTimeout < time.Millisecond:
+		return o, fmt.Errorf("options: BusyTimeout %s is under SQLite's resolution of 1ms", o.BusyTimeout)
+	case o.BusyTimeout.Milliseconds() > math.MaxInt32:
+		return o, fmt.Errorf("options: BusyTimeout %s is over SQLite's limit of %s",
+			o.BusyTimeout, time.Duration(math.MaxInt32)*time.Millisecond)
 	}
 	switch {
 	case o.MaxPayloadBytes < 0:
