@@ -215,7 +215,7 @@ func TestOpenForAReadTakesNoWriteLock(t *testing.T) {
 }
 
 func TestOpenLeavesNothingBehindOnFailure(t *testing.T) {
-	for _, name := range []string{":memory:", ""} {
+	for _, name := range []string{":memory:", "", "file:jobs.db?mode=memory"} {
 		t.Run(fmt.Sprintf("the non-file name %q is refused and no file is made", name), func(t *testing.T) {
 			is := is.New(t)
 			dir := t.TempDir()

@@ -267,8 +267,10 @@ func (q *Queue) nowMillis() int64 { return q.opts.Now().UnixMilli() }
 // readers would each see a different, empty queue.
 func checkPath(path string) error {
 	switch {
-	case path == "", path == ":memory:":
-		return fmt.Errorf("lite needs a file path, not %q: an in-memory database cannot be shared by the queue's connections", path)
+	case path == "":
+		return errors.New("lite needs a file path, and it is empty")
+	case path == ":memory:":
+		return errors.New("lite needs a file path, not :memory:: an in-memory database cannot be shared by the queue's connections")
 	case strings.HasPrefix(path, "file:"):
 		return errors.New("lite needs a file path, not a URI: options go in Options")
 	}
