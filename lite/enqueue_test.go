@@ -139,6 +139,7 @@ func TestEnqueue(t *testing.T) {
 			is.True(mustGet(t, q, id).RunAt.Equal(at))
 		}
 		_, err := q.Enqueue(t.Context(), lite.NewJob{RunAt: last.Add(time.Millisecond)})
+		is.True(err != nil)
 		is.Equal(err.Error(), "enqueue default: run time 10000-01-01T00:00:00Z is outside 1970-01-01 to 9999-12-31")
 	})
 
