@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // maxErrorBytes caps one attempt's recorded error, so that a handler
@@ -93,15 +95,26 @@ returning lite_jobs.id, lite_jobs.generation`
 // AckDoneMany acks many leases done in one statement: a group commit.
 // Each ack is fenced on its own; the result has one entry per ack: nil,
 // ErrLeaseLost or ErrTooLarge. It is valid only when the returned error
-// is nil, that is, once the statement committed.
+// is nil, that is, once the statement committed. The acks behave as if
+// made one after another: a lease listed twice is acked by its first
+// entry, and a later entry gets ErrLeaseLost, as a second AckDone would.
 func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	results := make([]error, len(acks))
 	list := make([][3]any, 0, len(acks))
+	// In one UPDATE ... FROM, a row that two entries match is updated by
+	// one of them, chosen by SQLite: a duplicate must not reach it.
+	sent := make(map[[2]int64]bool, len(acks))
 	for i, a := range acks {
 		if err := q.checkResult(a.Lease, a.Result); err != nil {
 			results[i] = err
 			continue
 		}
+		key := [2]int64{a.Lease.JobID, a.Lease.Generation}
+		if sent[key] {
+			results[i] = fmt.Errorf("%w (listed earlier in this call)", leaseLost(a.Lease))
+			continue
+		}
+		sent[key] = true
 		var result any // no result is null; bytes go as hex
 		if len(a.Result) > 0 {
 			result = hex.EncodeToString(a.Result)
@@ -138,7 +151,7 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, fn func(tx
 		return fmt.Errorf("complete: %w", err)
 	}
 	if _, err := q.stmts.prepare(ctx, ackDoneSQL); err != nil {
-		return fmt.Errorf("complete: %w", err)
+		return fmt.Errorf("complete: %w", classify(err))
 	}
 	err := q.withTx(ctx, func(tx txConn) error {
 		if err := q.ackDone(ctx, tx, l, result); err != nil {
@@ -157,9 +170,23 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, fn func(tx
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("complete: %w", err)
+		return fmt.Errorf("complete: %w", classify(err))
 	}
 	return nil
+}
+
+// cutError keeps at most maxErrorBytes of msg, cut between characters so
+// that the recorded error stays valid UTF-8, and marks a cut with "…".
+func cutError(msg string) string {
+	msg = strings.ToValidUTF8(msg, "\uFFFD")
+	if len(msg) <= maxErrorBytes {
+		return msg
+	}
+	n := maxErrorBytes
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:n] + "…"
 }
 
 // ackFailedSQL records the attempt's error and either schedules a retry or,
@@ -179,10 +206,7 @@ where id = ?5 and generation = ?6 and state = 'running'`
 func (q *Queue) AckFailed(ctx context.Context, l Lease, cause error) error {
 	msg := "failed"
 	if cause != nil {
-		msg = cause.Error()
-	}
-	if len(msg) > maxErrorBytes {
-		msg = msg[:maxErrorBytes] + "…"
+		msg = cutError(cause.Error())
 	}
 	now := q.opts.Now()
 	retryAt := now.Add(q.opts.Backoff(l.Attempt)).UnixMilli()

@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // explain turns a guarded admin write that matched no row into ErrNotFound
-// or ErrInvalidState, by reading what the job is now.
+// or ErrInvalidState, by reading what the job is now; any other error is
+// classified, as every method's is.
 func (q *Queue) explain(ctx context.Context, id int64, err error, want ...State) error {
 	if !errors.Is(err, sql.ErrNoRows) {
-		return err
+		return classify(err)
 	}
 	var state State
 	err = q.r.QueryRowContext(ctx, `select state from lite_jobs where id = ?`, id).Scan(&state)
@@ -20,7 +24,7 @@ func (q *Queue) explain(ctx context.Context, id int64, err error, want ...State)
 	case errors.Is(err, sql.ErrNoRows):
 		return ErrNotFound
 	case err != nil:
-		return err
+		return classify(err)
 	}
 	return fmt.Errorf("%w: it is %s, not %s", ErrInvalidState, state, joinStates(want))
 }
@@ -70,14 +74,45 @@ where id = ? and state in ('dead', 'cancelled')
 returning id`
 
 // Retry makes a dead or cancelled job available now. A job in another
-// state gives ErrInvalidState.
+// state gives ErrInvalidState; a job whose unique key another unfinished
+// job holds now gives ErrDuplicate, naming that job, and stays as it is.
 func (q *Queue) Retry(ctx context.Context, id int64) error {
 	err := q.writer().QueryRowContext(ctx, retrySQL, q.nowMillis(), id).Scan(&id)
+	if isUniqueViolation(err) {
+		err = q.keyHolder(ctx, id)
+	}
 	if err != nil {
 		return fmt.Errorf("retry job %d: %w", id, q.explain(ctx, id, err, StateDead, StateCancelled))
 	}
 	q.notify()
 	return nil
+}
+
+// isUniqueViolation reports whether err is a unique index refusing a row:
+// the only unique index that a write other than an insert can hit is
+// lite_jobs_unique_key.
+func isUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+}
+
+const keyHolderSQL = `select h.id, h.unique_key from lite_jobs j
+join lite_jobs h on h.queue = j.queue and h.unique_key = j.unique_key
+where j.id = ? and h.state in ('available', 'running')`
+
+// keyHolder names the unfinished job that holds job id's unique key.
+func (q *Queue) keyHolder(ctx context.Context, id int64) error {
+	var (
+		holder int64
+		key    string
+	)
+	if err := q.r.QueryRowContext(ctx, keyHolderSQL, id).Scan(&holder, &key); err != nil {
+		if errors.Is(err, sql.ErrNoRows) { // the holder finished meanwhile
+			return fmt.Errorf("its unique key was held; try again: %w", ErrDuplicate)
+		}
+		return err
+	}
+	return fmt.Errorf("key %q held by job %d: %w", key, holder, ErrDuplicate)
 }
 
 // purgeSQL repeats the finished states literally so that SQLite can use
@@ -103,11 +138,11 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, states ...State) (i
 	}
 	res, err := q.writer().ExecContext(ctx, purgeSQL, jsonList(list), before.UnixMilli())
 	if err != nil {
-		return 0, fmt.Errorf("purge: %w", err)
+		return 0, fmt.Errorf("purge: %w", classify(err))
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0, fmt.Errorf("purge: %w", err)
+		return 0, fmt.Errorf("purge: %w", classify(err))
 	}
 	return n, nil
 }

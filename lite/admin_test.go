@@ -2,6 +2,7 @@ package lite_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -117,6 +118,21 @@ func TestRetry(t *testing.T) {
 		is.True(errors.Is(q.Retry(ctx, id), lite.ErrInvalidState))
 		is.Equal(mustGet(t, q, id).State, lite.StateRunning)
 	})
+}
+
+func TestRetryOfAJobWhoseKeyIsHeldAgain(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, newFakeClock())
+	ctx := t.Context()
+	first := mustEnqueue(t, q, lite.NewJob{Queue: "q", UniqueKey: "k", MaxAttempts: 1})
+	is.NoErr(q.AckFailed(ctx, mustLeaseOne(t, q, "q").Lease(), errors.New("no")))
+	holder := mustEnqueue(t, q, lite.NewJob{Queue: "q", UniqueKey: "k"}) // the key was free
+	before := mustGet(t, q, first)
+
+	err := q.Retry(ctx, first)
+	is.True(errors.Is(err, lite.ErrDuplicate))
+	is.Equal(err.Error(), fmt.Sprintf(`retry job %d: key "k" held by job %d: duplicate unique key`, first, holder))
+	is.Equal(mustGet(t, q, first), before) // still dead, as it was
 }
 
 func TestPurge(t *testing.T) {

@@ -5,9 +5,9 @@
 // # Fencing
 //
 // Every job carries a generation counter. Each change of ownership (lease,
-// release, reclaim, cancel of a running job) bumps it, and a lease is the
-// pair (job id, generation). Every write a lease holder makes (Renew,
-// AckDone, AckFailed, Release, Complete) matches
+// release, snooze, reclaim, cancel of a running job) bumps it, and a lease
+// is the pair (job id, generation). Every write a lease holder makes (Renew,
+// AckDone, AckDoneMany, AckFailed, Release, Snooze, Complete) matches
 //
 //	where id = ? and generation = ? and state = 'running'
 //

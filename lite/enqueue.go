@@ -21,9 +21,12 @@ type NewJob struct {
 	Payload []byte
 	// Priority orders available jobs in a queue: higher runs first.
 	Priority int
-	// RunAt is the earliest time the job may run. Default now.
+	// RunAt is the earliest time the job may run. Default now. It must lie
+	// from 1970-01-01 to 9999-12-31 UTC; a time outside is refused, not
+	// run at once.
 	RunAt time.Time
 	// Delay runs the job this long from now. Set RunAt or Delay, not both.
+	// Now plus Delay must lie in the range RunAt must.
 	Delay time.Duration
 	// MaxAttempts is how many leases the job gets before it is dead.
 	// Default DefaultMaxAttempts.
@@ -39,6 +42,16 @@ const (
 	DefaultQueue       = "default"
 	DefaultKind        = "default"
 	DefaultMaxAttempts = 10
+)
+
+// The range of run times a job may have. Run times are stored as unix
+// milliseconds: far outside this range they overflow, and a run time in
+// year 300 million would wrap to the past and run at once. Inside it every
+// time round-trips, and a time before 1970 is more likely a zero-ish
+// time.Time computed by mistake than a wish to run now.
+var (
+	minRunAt = time.Unix(0, 0).UTC()
+	maxRunAt = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
 )
 
 // jobRow is a validated NewJob, ready to bind.
@@ -75,18 +88,23 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 	if len(r.payload) > q.opts.MaxPayloadBytes {
 		return r, fmt.Errorf("payload of %d bytes: %w (limit %d)", len(r.payload), ErrTooLarge, q.opts.MaxPayloadBytes)
 	}
+	runAt := now
 	switch {
 	case j.Delay < 0:
 		return r, fmt.Errorf("negative delay %s", j.Delay)
 	case j.Delay > 0 && !j.RunAt.IsZero():
 		return r, errors.New("both RunAt and Delay set")
 	case j.Delay > 0:
-		r.runAt = now.Add(j.Delay).UnixMilli()
+		runAt = now.Add(j.Delay)
 	case !j.RunAt.IsZero():
-		r.runAt = j.RunAt.UnixMilli()
-	default:
-		r.runAt = now.UnixMilli()
+		runAt = j.RunAt
 	}
+	// Checked before UnixMilli, which is undefined where it overflows.
+	if runAt.Before(minRunAt) || runAt.After(maxRunAt) {
+		return r, fmt.Errorf("run time %s is outside %s to %s", runAt.UTC().Format(time.RFC3339Nano),
+			minRunAt.Format(time.DateOnly), maxRunAt.Format(time.DateOnly))
+	}
+	r.runAt = runAt.UnixMilli()
 	switch {
 	case r.maxAttempts < 0:
 		return r, fmt.Errorf("negative max attempts %d", r.maxAttempts)

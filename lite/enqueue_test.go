@@ -3,9 +3,11 @@ package lite_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/liteq/lite/lite"
@@ -57,6 +59,21 @@ func TestEnqueue(t *testing.T) {
 		is.Equal([]int64{jobs[0].ID, jobs[1].ID, jobs[2].ID}, []int64{high, early, low})
 	})
 
+	t.Run("priorities at the ends of int lease in order", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		for _, p := range []int{math.MaxInt, -2, 5, math.MinInt, 0} {
+			mustEnqueue(t, q, lite.NewJob{Queue: "q", Priority: p})
+		}
+		jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"q"}, Max: 10})
+		is.NoErr(err)
+		var got []int
+		for _, j := range jobs {
+			got = append(got, j.Priority)
+		}
+		is.Equal(got, []int{math.MaxInt, 5, 0, -2, math.MinInt}) // no subtraction overflows
+	})
+
 	t.Run("a delayed job is not leased before its time", func(t *testing.T) {
 		is := is.New(t)
 		clock := newFakeClock()
@@ -95,6 +112,11 @@ func TestEnqueue(t *testing.T) {
 			"both RunAt and Delay":   {Delay: time.Second, RunAt: clock.Now()},
 			"negative max attempts":  {MaxAttempts: -1},
 			"payload over the limit": {Payload: bytes.Repeat([]byte("x"), lite.DefaultMaxPayloadBytes+1)},
+			"RunAt after year 9999":  {RunAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+			"RunAt in year 1e6":      {RunAt: time.Date(1_000_000, 1, 1, 0, 0, 0, 0, time.UTC)},
+			"RunAt past int64 ms":    {RunAt: time.Date(300_000_000, 1, 1, 0, 0, 0, 0, time.UTC)},
+			"RunAt before 1970":      {RunAt: time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC)},
+			"RunAt far in the past":  {RunAt: time.Date(-300_000_000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		} {
 			t.Run(name, func(t *testing.T) {
 				is := is.New(t)
@@ -144,6 +166,19 @@ func TestEnqueue(t *testing.T) {
 		j := mustGet(t, q, id)
 		is.Equal(j.Queue, "邮件 müll")
 		is.Equal(j.Kind, "send → ✉️ 👩‍💻")
+	})
+
+	t.Run("run times at the ends of the range are kept exactly", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		first, last := time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+		for _, at := range []time.Time{first, last} {
+			id := mustEnqueue(t, q, lite.NewJob{RunAt: at})
+			is.True(mustGet(t, q, id).RunAt.Equal(at))
+		}
+		_, err := q.Enqueue(t.Context(), lite.NewJob{RunAt: last.Add(time.Millisecond)})
+		is.True(err != nil)
+		is.Equal(err.Error(), "enqueue default: run time 10000-01-01T00:00:00Z is outside 1970-01-01 to 9999-12-31")
 	})
 
 	t.Run("an oversized payload says so", func(t *testing.T) {
@@ -313,6 +348,22 @@ func TestAckFailed(t *testing.T) {
 		a := mustLeaseOne(t, q, "q")
 		is.NoErr(q.AckFailed(t.Context(), a.Lease(), errors.New(string(bytes.Repeat([]byte("e"), 1<<20)))))
 		is.True(len(mustGet(t, q, id).Errors[0].Error) < 5000)
+	})
+
+	t.Run("a long error is cut between characters, never inside one", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		a := mustLeaseOne(t, q, "q")
+		long := strings.Repeat("€", 3000) // 3 bytes each: no power of two falls between two
+		is.NoErr(q.AckFailed(t.Context(), a.Lease(), errors.New(long)))
+		got := mustGet(t, q, id).Errors[0].Error
+		is.True(utf8.ValidString(got))
+		is.True(!strings.ContainsRune(got, utf8.RuneError)) // no half character mended on the way out
+		kept, cut := strings.CutSuffix(got, "…")
+		is.True(cut)
+		is.True(strings.HasPrefix(long, kept))
+		is.True(len(kept) > 4000 && len(kept) <= 4<<10) // as much as fits
 	})
 
 	t.Run("the default backoff doubles within its jitter and stops at an hour", func(t *testing.T) {

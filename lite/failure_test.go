@@ -85,6 +85,37 @@ func TestLockStorm(t *testing.T) {
 		is.Equal(countJobs(t, q), 1)
 	})
 
+	t.Run("admin writes and Complete under a held lock are ErrBusy and change nothing", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		path := filepath.Join(t.TempDir(), "locked.db")
+		q := mustOpenOpts(t, path, lite.Options{BusyTimeout: 50 * time.Millisecond, Now: clock.Now})
+		ctx := t.Context()
+		dead := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 1})
+		is.NoErr(q.AckFailed(ctx, mustLeaseOne(t, q, "q").Lease(), errors.New("no")))
+		running := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		lease := mustLeaseOne(t, q, "q").Lease()
+		waiting := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		clock.Advance(time.Hour)
+		before := map[int64]*lite.Job{}
+		for _, id := range []int64{dead, running, waiting} {
+			before[id] = mustGet(t, q, id)
+		}
+
+		release := holdWriteLock(t, path)
+		_, err := q.Purge(ctx, clock.Now())
+		is.True(errors.Is(err, lite.ErrBusy))
+		is.True(errors.Is(q.Cancel(ctx, waiting), lite.ErrBusy))
+		is.True(errors.Is(q.Retry(ctx, dead), lite.ErrBusy))
+		_, err = q.ReleaseUnowned(ctx, running)
+		is.True(errors.Is(err, lite.ErrBusy))
+		is.True(errors.Is(q.Complete(ctx, lease, func(*sql.Tx) error { return nil }), lite.ErrBusy))
+		release()
+		for id, j := range before {
+			is.Equal(mustGet(t, q, id), j)
+		}
+	})
+
 	t.Run("a worker blocked by another process's lock recovers by itself and fails nothing", func(t *testing.T) {
 		is := is.New(t)
 		path := filepath.Join(t.TempDir(), "locked.db")

@@ -77,6 +77,9 @@ var ownerWrites = []ownerWrite{
 	{"complete", func(ctx context.Context, q *lite.Queue, l lite.Lease) error {
 		return q.Complete(ctx, l, func(*sql.Tx) error { return nil })
 	}},
+	{"snooze", func(ctx context.Context, q *lite.Queue, l lite.Lease) error {
+		return q.Snooze(ctx, l, time.Minute)
+	}},
 }
 
 func TestGenerationStrictlyIncreases(t *testing.T) {
@@ -185,15 +188,12 @@ func TestStaleAckNeverTouchesTheSuccessor(t *testing.T) {
 
 			running := mustGet(t, q, id)
 			clock.Advance(time.Second) // so that A's renew would stamp a new heartbeat
-			errs, err := q.Renew(ctx, []lite.Lease{a.Lease()})
-			is.NoErr(err)
-			is.True(errors.Is(errs[0], lite.ErrLeaseLost))
-			is.True(errors.Is(q.AckDone(ctx, a.Lease(), []byte("A")), lite.ErrLeaseLost))
-			is.True(errors.Is(q.AckFailed(ctx, a.Lease(), errors.New("A failed")), lite.ErrLeaseLost))
-			is.True(errors.Is(q.Release(ctx, a.Lease()), lite.ErrLeaseLost))
-			errs, err = q.AckDoneMany(ctx, []lite.Done{{Lease: a.Lease(), Result: []byte("A")}})
-			is.NoErr(err)
-			is.True(errors.Is(errs[0], lite.ErrLeaseLost))
+			for _, w := range ownerWrites {
+				err := w.do(ctx, q, a.Lease())
+				if !errors.Is(err, lite.ErrLeaseLost) {
+					t.Fatalf("%s from A: %v, want ErrLeaseLost", w.name, err)
+				}
+			}
 			is.Equal(mustGet(t, q, id), running) // B still holds it, as it did
 
 			is.NoErr(q.AckDone(ctx, b.Lease(), []byte("B")))
@@ -520,6 +520,39 @@ func TestAckDoneManyFencesEachAck(t *testing.T) {
 	is.Equal(mustGet(t, q, jobs[1].ID).State, lite.StateAvailable)
 	is.Equal(mustGet(t, q, jobs[2].ID).State, lite.StateDone)
 	is.Equal(mustGet(t, q, jobs[2].ID).Result, []byte(nil))
+}
+
+func TestAckDoneManyWithALeaseTwice(t *testing.T) {
+	t.Run("a lease listed twice is acked once, by its first entry", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		a := mustLeaseOne(t, q, "q")
+		errs, err := q.AckDoneMany(t.Context(), []lite.Done{
+			{Lease: a.Lease(), Result: []byte("first")},
+			{Lease: a.Lease(), Result: []byte("second")},
+		})
+		is.NoErr(err)
+		is.NoErr(errs[0])
+		is.True(errors.Is(errs[1], lite.ErrLeaseLost)) // as a second AckDone would be
+		is.Equal(string(mustGet(t, q, id).Result), "first")
+	})
+
+	t.Run("a lost lease listed twice is lost twice and changes nothing", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		a := mustLeaseOne(t, q, "q")
+		_, err := q.ReleaseUnowned(t.Context(), id)
+		is.NoErr(err)
+		mustLeaseOne(t, q, "q")
+		before := mustGet(t, q, id)
+		errs, err := q.AckDoneMany(t.Context(), []lite.Done{{Lease: a.Lease()}, {Lease: a.Lease()}})
+		is.NoErr(err)
+		is.True(errors.Is(errs[0], lite.ErrLeaseLost))
+		is.True(errors.Is(errs[1], lite.ErrLeaseLost))
+		is.Equal(mustGet(t, q, id), before)
+	})
 }
 
 func TestPurgedIDsAreNeverReused(t *testing.T) {

@@ -15,7 +15,7 @@ func (q *Queue) Get(ctx context.Context, id int64) (*Job, error) {
 		err = ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get job %d: %w", id, err)
+		return nil, fmt.Errorf("get job %d: %w", id, classify(err))
 	}
 	return j, nil
 }
@@ -46,19 +46,19 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 where (?1 = '' or state = ?1) and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3) and id > ?4
 order by id limit ?5`, string(f.State), f.Queue, f.Kind, f.AfterID, f.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("list: %w", err)
+		return nil, fmt.Errorf("list: %w", classify(err))
 	}
 	defer rows.Close()
 	var jobs []*Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list: %w", err)
+			return nil, fmt.Errorf("list: %w", classify(err))
 		}
 		jobs = append(jobs, j)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list: %w", err)
+		return nil, fmt.Errorf("list: %w", classify(err))
 	}
 	return jobs, nil
 }
@@ -79,7 +79,7 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
     min(case when state = 'available' and run_at <= ?1 then run_at end)
 from lite_jobs group by queue, state order by queue`, now)
 	if err != nil {
-		return nil, fmt.Errorf("stats: %w", err)
+		return nil, fmt.Errorf("stats: %w", classify(err))
 	}
 	defer rows.Close()
 	var out []QueueStats
@@ -91,7 +91,7 @@ from lite_jobs group by queue, state order by queue`, now)
 			oldest sql.NullInt64
 		)
 		if err := rows.Scan(&queue, &state, &n, &oldest); err != nil {
-			return nil, fmt.Errorf("stats: %w", err)
+			return nil, fmt.Errorf("stats: %w", classify(err))
 		}
 		if len(out) == 0 || out[len(out)-1].Queue != queue {
 			out = append(out, QueueStats{Queue: queue, Counts: map[State]int64{}})
@@ -103,7 +103,7 @@ from lite_jobs group by queue, state order by queue`, now)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("stats: %w", err)
+		return nil, fmt.Errorf("stats: %w", classify(err))
 	}
 	return out, nil
 }
@@ -116,7 +116,7 @@ func (q *Queue) Unfinished(ctx context.Context, queues []string) (int64, error) 
 where state in ('available', 'running') and (?1 is null or queue in (select value from json_each(?1)))`,
 		nullList(queues)).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("count unfinished: %w", err)
+		return 0, fmt.Errorf("count unfinished: %w", classify(err))
 	}
 	return n, nil
 }

@@ -1,6 +1,7 @@
 package lite
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -149,14 +150,15 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 		return nil, err
 	}
 	// returning gives no order; hand jobs out as the subquery chose them.
+	// Compare, never subtract: priorities span all of int.
 	slices.SortFunc(jobs, func(a, b *Job) int {
-		if a.Priority != b.Priority {
-			return b.Priority - a.Priority
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
 		}
 		if c := a.RunAt.Compare(b.RunAt); c != 0 {
 			return c
 		}
-		return int(a.ID - b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 	return jobs, nil
 }

@@ -1,12 +1,16 @@
 package lite_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/liteq/lite/lite"
 	"github.com/matryer/is"
@@ -99,9 +103,14 @@ func TestOpen(t *testing.T) {
 	t.Run("invalid options are an error", func(t *testing.T) {
 		is := is.New(t)
 		dir := t.TempDir()
-		for _, o := range []lite.Options{{BusyTimeout: -1}, {MaxPayloadBytes: -1}, {Readers: -1}, {Synchronous: 9}} {
+		for _, o := range []lite.Options{{BusyTimeout: -1}, {MaxPayloadBytes: -1}, {Readers: -1}, {Synchronous: 9},
+			{BusyTimeout: time.Microsecond},    // SQLite would get 0 ms: no waiting at all
+			{BusyTimeout: 25 * 24 * time.Hour}, // over an int32 of ms, SQLite reads 0
+			{WALSizeLimit: -1}} {
 			_, err := lite.Open(t.Context(), filepath.Join(dir, "x.db"), o)
-			is.True(err != nil)
+			if err == nil {
+				t.Errorf("options %+v: no error", o)
+			}
 		}
 		_, err := os.Stat(filepath.Join(dir, "x.db"))
 		is.True(errors.Is(err, os.ErrNotExist)) // no file made for a bad call
@@ -135,6 +144,35 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 		{"a foreign database with a clashing table", func(t *testing.T, path string) {
 			plainSQLite(t, path, `create table lite_jobs (name text)`, `insert into lite_jobs values ('theirs')`)
 		}, lite.ErrNotLite},
+		{"a foreign database with a view named lite_jobs", func(t *testing.T, path string) {
+			plainSQLite(t, path, `create view lite_jobs as select 1 as id`)
+		}, lite.ErrNotLite},
+		{"a foreign database with an index named like lite's", func(t *testing.T, path string) {
+			plainSQLite(t, path, `create table orders (id integer primary key, queue text)`,
+				`create index lite_jobs_available on orders (queue)`)
+		}, lite.ErrNotLite},
+		{"a foreign lite_migrations at version 1 without lite_jobs", func(t *testing.T, path string) {
+			plainSQLite(t, path, `create table lite_migrations (version integer primary key, name text not null, applied_at integer not null) strict`,
+				`insert into lite_migrations values (1, 'jobs', 0)`)
+		}, lite.ErrNotLite},
+		{"a lite database whose lite_jobs was dropped", func(t *testing.T, path string) {
+			q := mustOpenPath(t, path, nil)
+			if _, err := q.DB().Exec(`drop table lite_jobs`); err != nil {
+				t.Fatal(err)
+			}
+			q.Close()
+		}, lite.ErrNotLite},
+		{"a lite database whose index was changed by hand", func(t *testing.T, path string) {
+			q := mustOpenPath(t, path, nil)
+			mustEnqueue(t, q, lite.NewJob{})
+			for _, s := range []string{`drop index lite_jobs_running`,
+				`create index lite_jobs_running on lite_jobs (leased_at) where state = 'running'`} {
+				if _, err := q.DB().Exec(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			q.Close()
+		}, lite.ErrNotLite},
 		{"a database from a newer lite", func(t *testing.T, path string) {
 			q := mustOpenPath(t, path, nil)
 			mustEnqueue(t, q, lite.NewJob{})
@@ -155,4 +193,63 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 			is.Equal(fileSum(t, path), before)
 		})
 	}
+}
+
+func TestOpenForAReadTakesNoWriteLock(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "busy.db")
+	q := mustOpenPath(t, path, nil)
+	id := mustEnqueue(t, q, lite.NewJob{Payload: []byte("readable")})
+	is.NoErr(q.Close())
+
+	release := holdWriteLock(t, path) // another process is mid-write
+	defer release()
+	// why: the schema is current, so neither migrating nor WAL mode needs
+	// the lock; `lite ls` must work while a writer holds it
+	q, err := lite.Open(t.Context(), path, lite.Options{BusyTimeout: 50 * time.Millisecond})
+	is.NoErr(err)
+	defer q.Close()
+	is.Equal(string(mustGet(t, q, id).Payload), "readable")
+	_, err = q.Stats(t.Context())
+	is.NoErr(err)
+}
+
+func TestOpenLeavesNothingBehindOnFailure(t *testing.T) {
+	for _, name := range []string{":memory:", "", "file:jobs.db?mode=memory"} {
+		t.Run(fmt.Sprintf("the non-file name %q is refused and no file is made", name), func(t *testing.T) {
+			is := is.New(t)
+			dir := t.TempDir()
+			t.Chdir(dir)
+			_, err := lite.Open(t.Context(), name, lite.Options{})
+			is.True(err != nil)
+			is.True(strings.Contains(err.Error(), "needs a file path")) // says why
+			entries, err := os.ReadDir(dir)
+			is.NoErr(err)
+			is.Equal(len(entries), 0)
+		})
+	}
+
+	t.Run("a file Open created is removed when Open fails", func(t *testing.T) {
+		is := is.New(t)
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := lite.Open(ctx, filepath.Join(dir, "new.db"), lite.Options{})
+		is.True(errors.Is(err, context.Canceled))
+		entries, err := os.ReadDir(dir)
+		is.NoErr(err)
+		is.Equal(len(entries), 0) // neither the file nor its -wal or -shm
+	})
+
+	t.Run("a file that was there before is not removed when Open fails", func(t *testing.T) {
+		is := is.New(t)
+		path := filepath.Join(t.TempDir(), "old.db")
+		is.NoErr(os.WriteFile(path, nil, 0o600))
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := lite.Open(ctx, path, lite.Options{})
+		is.True(errors.Is(err, context.Canceled))
+		_, err = os.Stat(path)
+		is.NoErr(err)
+	})
 }

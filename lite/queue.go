@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
@@ -44,7 +45,8 @@ type Options struct {
 	// Synchronous picks durability over speed. Default SyncFull.
 	Synchronous Synchronous
 	// BusyTimeout is how long a write waits for another process's write
-	// lock before it fails. Default 10s.
+	// lock before it fails. Default 10s. SQLite counts it in whole
+	// milliseconds, in an int32: from 1ms to about 24 days.
 	BusyTimeout time.Duration
 	// MaxPayloadBytes caps payloads and results. Default 1 MiB.
 	MaxPayloadBytes int
@@ -79,11 +81,18 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Synchronous != SyncFull && o.Synchronous != SyncNormal {
 		return o, fmt.Errorf("options: unknown Synchronous %d", o.Synchronous)
 	}
+	// SQLite would read a timeout under a millisecond, or over an int32 of
+	// them, as 0: no waiting at all.
 	switch {
 	case o.BusyTimeout < 0:
 		return o, fmt.Errorf("options: negative BusyTimeout %s", o.BusyTimeout)
 	case o.BusyTimeout == 0:
 		o.BusyTimeout = DefaultBusyTimeout
+	case o.BusyTimeout < time.Millisecond:
+		return o, fmt.Errorf("options: BusyTimeout %s is under SQLite's resolution of 1ms", o.BusyTimeout)
+	case o.BusyTimeout.Milliseconds() > math.MaxInt32:
+		return o, fmt.Errorf("options: BusyTimeout %s is over SQLite's limit of %s",
+			o.BusyTimeout, time.Duration(math.MaxInt32)*time.Millisecond)
 	}
 	switch {
 	case o.MaxPayloadBytes < 0:
@@ -136,8 +145,11 @@ type Queue struct {
 
 // Open opens the queue in the SQLite file at path, creating it (mode 0600)
 // if it does not exist, and brings its schema up to date. A file that is not
-// a SQLite database, that holds lite-named tables lite did not create, or
-// that a newer lite migrated is refused untouched.
+// a SQLite database, whose lite-named tables, views, indexes or triggers are
+// not the ones lite's migrations made, or that a newer lite migrated is
+// refused untouched. path is a file path: ":memory:", "" and "file:" URIs
+// are refused, since the queue's connections must share one file. If Open
+// fails, it removes the file it created, if it created one.
 func Open(ctx context.Context, path string, opts Options) (*Queue, error) {
 	q, err := open(ctx, path, opts)
 	if err != nil {
@@ -146,14 +158,25 @@ func Open(ctx context.Context, path string, opts Options) (*Queue, error) {
 	return q, nil
 }
 
-func open(ctx context.Context, path string, opts Options) (*Queue, error) {
-	opts, err := opts.withDefaults()
+func open(ctx context.Context, path string, opts Options) (_ *Queue, err error) {
+	opts, err = opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if err := createPrivate(path); err != nil {
+	if err := checkPath(path); err != nil {
 		return nil, err
 	}
+	created, err := createPrivate(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// A busy file has another connection in it: the file is no longer
+		// only ours to remove.
+		if err != nil && created && !errors.Is(err, ErrBusy) {
+			removeCreated(path)
+		}
+	}()
 	w, err := sql.Open("sqlite", dsn(path, opts, false))
 	if err != nil {
 		return nil, err
@@ -170,10 +193,12 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 		w.Close()
 		return nil, err
 	}
+	// On a file already in WAL mode this only reads the header: it needs no
+	// write lock, so opening for a read works while another process writes.
 	var mode string
 	if err := w.QueryRowContext(ctx, "pragma journal_mode = wal").Scan(&mode); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("journal mode: %w", err)
+		return nil, fmt.Errorf("journal mode: %w", classify(err))
 	}
 	if mode != "wal" {
 		w.Close()
@@ -222,7 +247,7 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	}
 	if err := db.QueryRowContext(ctx, `select file from pragma_database_list where name = 'main'`).Scan(&q.path); err != nil {
 		q.stmts.close()
-		return nil, fmt.Errorf("new queue: %w", err)
+		return nil, fmt.Errorf("new queue: %w", classify(err))
 	}
 	return q, nil
 }
@@ -252,25 +277,49 @@ func (q *Queue) Close() error {
 
 func (q *Queue) nowMillis() int64 { return q.opts.Now().UnixMilli() }
 
+// checkPath refuses names SQLite would not treat as a plain file: an
+// in-memory database is private to one connection, so the writer and the
+// readers would each see a different, empty queue.
+func checkPath(path string) error {
+	switch {
+	case path == "":
+		return errors.New("lite needs a file path, and it is empty")
+	case path == ":memory:":
+		return errors.New("lite needs a file path, not :memory:: an in-memory database cannot be shared by the queue's connections")
+	case strings.HasPrefix(path, "file:"):
+		return errors.New("lite needs a file path, not a URI: options go in Options")
+	}
+	return nil
+}
+
 // createPrivate creates an empty file at path with mode 0600 unless
-// something is there already. SQLite would create it with 0644; its -wal
-// and -shm files take the mode of the database.
-func createPrivate(path string) error {
+// something is there already, and reports whether it created it. SQLite
+// would create it with 0644; its -wal and -shm files take the mode of the
+// database.
+func createPrivate(path string) (created bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
-		return f.Close()
+		return true, f.Close()
 	}
 	if !errors.Is(err, fs.ErrExist) {
-		return err
+		return false, err
 	}
 	info, err := os.Stat(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if info.IsDir() {
-		return errors.New("is a directory")
+		return false, errors.New("is a directory")
 	}
-	return nil
+	return false, nil
+}
+
+// removeCreated removes a database file Open created and failed to open,
+// with the files SQLite keeps beside it, which are then Open's too.
+func removeCreated(path string) {
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		os.Remove(path + suffix)
+	}
 }
 
 // dsn builds a modernc.org/sqlite URI. Pragmas go in the DSN, not in Exec:
