@@ -80,8 +80,10 @@ func (c *DemoCmd) Run(ctx context.Context, env Env) error {
 
 // demoMarker is a table only the demo makes. The demo deletes an existing
 // --file only when it holds this table, so a user's queue, or any other
-// file given by mistake, is never deleted.
-const demoMarker = "lite_demo"
+// file given by mistake, is never deleted. The demo is a user of lite:
+// the lite_ prefix is lite's own, and Open refuses a file with lite_
+// objects it did not make.
+const demoMarker = "demo_made_by_lite"
 
 // markDemo adds the marker to a new demo file and checkpoints it into the
 // main file, so that even a demo killed at once leaves a file the next
