@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/liteq/lite/lite"
@@ -22,6 +21,17 @@ const PermanentExitCode = 100
 
 // stderrTail is how much of a failed command's stderr becomes its error.
 const stderrTail = 2048
+
+// drainWait is how long lite reads a finished command's output after its
+// tree was killed. Only a process that moved out of the tree (setsid) can
+// keep the pipes open that long.
+const drainWait = time.Second
+
+// shutdownSlack is how much longer than both graces (to finish, then from
+// SIGTERM to SIGKILL) the worker waits at shutdown before it gives up on a
+// handler. Each handler stops its command on that schedule by itself; the
+// worker's own grace is a backstop that must not cut it short.
+const shutdownSlack = 5 * time.Second
 
 // WorkCmd runs a command once per job.
 type WorkCmd struct {
@@ -53,19 +63,19 @@ func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 		StaleAfter:        c.StaleAfter,
 		PollInterval:      c.Poll,
 		Timeout:           c.Timeout,
-		ShutdownGrace:     c.Grace,
+		ShutdownGrace:     2*c.Grace + shutdownSlack,
 		Logger:            slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: g.LogLevel})),
 	})
 	if err != nil {
 		return UsageError{fmt.Errorf("work: %w", err)}
 	}
-	w.Handle(lite.AnyKind, c.run(env))
 	if c.ExitWhenEmpty {
 		var stop context.CancelFunc
 		ctx, stop = context.WithCancel(ctx)
 		defer stop()
 		go stopWhenEmpty(ctx, q, c.Queue, stop)
 	}
+	w.Handle(lite.AnyKind, c.handler(ctx.Done()))
 	return w.Run(ctx)
 }
 
@@ -86,12 +96,14 @@ func stopWhenEmpty(ctx context.Context, q *lite.Queue, queues []string, stop con
 	}
 }
 
-// run is the handler: it runs the command with the job on its stdin and in
-// its environment.
-func (c *WorkCmd) run(env Env) lite.Handler {
+// handler runs the command once for a job, with the payload on its stdin
+// and the job in its environment, as a tree that ends with the run. The
+// command's exit status decides: 0 is done with stdout as the result, 100
+// fails for good, any other fails the attempt. A command lite stopped fails
+// the attempt (timeout, lost lease), or gives the job back (shutdown).
+func (c *WorkCmd) handler(shutdown <-chan struct{}) lite.Handler {
 	return func(ctx context.Context, job *lite.Job) error {
-		cmd := exec.CommandContext(ctx, c.Command[0], c.Command[1:]...)
-		cmd.Stdin = bytes.NewReader(job.Payload)
+		cmd := exec.Command(c.Command[0], c.Command[1:]...)
 		cmd.Env = append(os.Environ(),
 			"LITE_JOB_ID="+strconv.FormatInt(job.ID, 10),
 			"LITE_JOB_GENERATION="+strconv.FormatInt(job.Generation, 10),
@@ -102,20 +114,31 @@ func (c *WorkCmd) run(env Env) lite.Handler {
 		)
 		// One byte over the limit is kept, so that the ack can refuse it.
 		stdout := &headWriter{max: lite.DefaultMaxPayloadBytes + 1}
-		tail := &tailWriter{max: stderrTail}
-		cmd.Stdout = stdout
-		cmd.Stderr = tail
-		// Its own process group, so that SIGTERM reaches what it started.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-		cmd.WaitDelay = c.Grace
-		err := cmd.Run()
-		if ctx.Err() != nil {
+		stderr := &tailWriter{max: stderrTail}
+		p, err := attachPipes(cmd, job.Payload, stdout, stderr)
+		if err != nil {
+			return err
+		}
+		t, err := startTree(cmd)
+		p.started()
+		if err != nil {
+			p.finish(0)
+			return err
+		}
+		stopped, err := t.wait(stops{ctx: ctx, shutdown: shutdown, grace: c.Grace})
+		p.finish(drainWait)
+		switch stopped {
+		case stoppedByShutdown:
+			// Given back with no attempt spent: Snooze(0) writes the
+			// row Release does, which the worker would write by itself
+			// only after its longer backstop grace.
+			return lite.Snooze(0)
+		case stoppedByContext:
 			return fmt.Errorf("command stopped: %w", context.Cause(ctx))
 		}
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			failure := fmt.Errorf("%s: %s", exit, tail.String())
+			failure := fmt.Errorf("%s: %s", exit, stderr.String())
 			if exit.ExitCode() == PermanentExitCode {
 				return lite.Permanent(failure)
 			}
