@@ -210,3 +210,62 @@ func TestWorkEndsTheWholeProcessTree(t *testing.T) {
 		waitGone(t, "the background child", bg)
 	})
 }
+
+func TestWorkRefusesACommandItCannotRun(t *testing.T) {
+	dir := t.TempDir()
+	notExecutable := filepath.Join(dir, "handler.sh")
+	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		command string
+		want    string
+	}{
+		{"a path that does not exist", "/nonexistent/cmd", `cannot run "/nonexistent/cmd": no such file or directory`},
+		{"a name not on PATH", "no-such-command-for-lite", `cannot run "no-such-command-for-lite": executable file not found in $PATH`},
+		{"a file that is not executable", notExecutable, "permission denied"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+" is refused at start-up in one line, and no job is touched", func(t *testing.T) {
+			is := is.New(t)
+			db := filepath.Join(t.TempDir(), "q.db")
+			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
+			before := listJobs(t, db)
+
+			r := runLite(t, db, "", "work", "--exit-when-empty", "--", c.command)
+			is.Equal(r.code, 2)
+			is.True(strings.Contains(r.stderr, c.want))
+			is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
+			is.Equal(listJobs(t, db), before)          // no attempt burnt
+
+			fresh := filepath.Join(t.TempDir(), "fresh.db")
+			is.Equal(runLite(t, fresh, "", "work", "--", c.command).code, 2)
+			_, err := os.Stat(fresh)
+			is.True(os.IsNotExist(err)) // refused before the file is made
+		})
+	}
+}
+
+func TestWorkReportsFailedAttempts(t *testing.T) {
+	t.Run("a failed attempt is logged with its job, attempt and error", func(t *testing.T) {
+		is := is.New(t)
+		db := filepath.Join(t.TempDir(), "q.db")
+		mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
+		r := runLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo oops >&2; exit 3")
+		is.Equal(r.code, 0)
+		is.True(strings.Contains(r.stderr, `msg="lite: job attempt failed" job_id=1 `))
+		is.True(strings.Contains(r.stderr, " attempt=1 "))
+		is.True(strings.Contains(r.stderr, ` err="exit status 3: oops"`))
+	})
+
+	t.Run("an exit status with nothing on stderr is recorded without a trailing colon", func(t *testing.T) {
+		is := is.New(t)
+		db := filepath.Join(t.TempDir(), "q.db")
+		mustLite(t, db, "", "enqueue", "x")
+		mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "exit 100")
+		j := showJob(t, db, 1)
+		is.Equal(j.State, "dead")
+		is.Equal(j.Errors[0].Error, "exit status 100")
+	})
+}

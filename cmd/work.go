@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 )
 
@@ -46,16 +48,41 @@ type WorkCmd struct {
 	Command       []string      `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result; exit 100 fails for good; any other exit fails the attempt."`
 }
 
+// argv is the command to run: kong's passthrough keeps the -- itself.
+func (c *WorkCmd) argv() []string {
+	if len(c.Command) > 0 && c.Command[0] == "--" {
+		return c.Command[1:]
+	}
+	return c.Command
+}
+
+// Validate runs before the queue's file is opened. It refuses what would
+// not run as asked: a command that cannot start, which would burn every
+// attempt of every job.
+func (c *WorkCmd) Validate(kctx *kong.Context) error {
+	argv := c.argv()
+	if !slices.Contains(kctx.Args, "--") || len(argv) == 0 {
+		return errors.New("give the command after --, as in: lite work -- ./handler.sh")
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		// exec's message names the command twice; say it once.
+		var execErr *exec.Error
+		if errors.As(err, &execErr) {
+			err = execErr.Err
+		}
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return fmt.Errorf("cannot run %q: %w", argv[0], err)
+	}
+	return nil
+}
+
 // Run works until SIGINT or SIGTERM (then shuts down gracefully), or with
 // --exit-when-empty until the queues are empty.
 func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
-	// kong's passthrough keeps the -- itself.
-	if len(c.Command) > 0 && c.Command[0] == "--" {
-		c.Command = c.Command[1:]
-	}
-	if !slices.Contains(env.Args, "--") || len(c.Command) == 0 {
-		return usagef("work: give the command after --, as in: lite work -- ./handler.sh")
-	}
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: g.LogLevel}))
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Queues:            c.Queue,
 		Concurrency:       c.Concurrency,
@@ -64,7 +91,8 @@ func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 		PollInterval:      c.Poll,
 		Timeout:           c.Timeout,
 		ShutdownGrace:     2*c.Grace + shutdownSlack,
-		Logger:            slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: g.LogLevel})),
+		Logger:            log,
+		OnEvent:           logFailures(log),
 	})
 	if err != nil {
 		return UsageError{fmt.Errorf("work: %w", err)}
@@ -96,14 +124,27 @@ func stopWhenEmpty(ctx context.Context, q *lite.Queue, queues []string, stop con
 	}
 }
 
+// logFailures logs every failed attempt: a command that fails each time
+// must not burn its job's attempts in silence.
+func logFailures(log *slog.Logger) func(lite.Event) {
+	return func(ev lite.Event) {
+		if ev.Kind != lite.EventFailed || ev.Job == nil {
+			return
+		}
+		log.Warn("lite: job attempt failed", "job_id", ev.JobID, "kind", ev.Job.Kind,
+			"attempt", ev.Job.Attempts, "max_attempts", ev.Job.MaxAttempts, "err", ev.Err)
+	}
+}
+
 // handler runs the command once for a job, with the payload on its stdin
 // and the job in its environment, as a tree that ends with the run. The
 // command's exit status decides: 0 is done with stdout as the result, 100
 // fails for good, any other fails the attempt. A command lite stopped fails
 // the attempt (timeout, lost lease), or gives the job back (shutdown).
 func (c *WorkCmd) handler(shutdown <-chan struct{}) lite.Handler {
+	argv := c.argv()
 	return func(ctx context.Context, job *lite.Job) error {
-		cmd := exec.Command(c.Command[0], c.Command[1:]...)
+		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(),
 			"LITE_JOB_ID="+strconv.FormatInt(job.ID, 10),
 			"LITE_JOB_GENERATION="+strconv.FormatInt(job.Generation, 10),
@@ -138,7 +179,10 @@ func (c *WorkCmd) handler(shutdown <-chan struct{}) lite.Handler {
 		}
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			failure := fmt.Errorf("%s: %s", exit, stderr.String())
+			failure := errors.New(exit.Error())
+			if tail := stderr.String(); tail != "" {
+				failure = fmt.Errorf("%s: %s", exit, tail)
+			}
 			if exit.ExitCode() == PermanentExitCode {
 				return lite.Permanent(failure)
 			}
