@@ -269,3 +269,33 @@ func TestWorkReportsFailedAttempts(t *testing.T) {
 		is.Equal(j.Errors[0].Error, "exit status 100")
 	})
 }
+
+func TestWorkRefusesFlagsItWouldIgnore(t *testing.T) {
+	cases := []struct {
+		flag []string
+		want string
+	}{
+		{[]string{"-c", "0"}, "--concurrency must be at least 1"},
+		{[]string{"--grace", "0s"}, "--grace must be more than 0s"},
+		{[]string{"--grace=-1s"}, "--grace must be more than 0s"},
+		{[]string{"--heartbeat=-1s"}, "--heartbeat must be more than 0s"},
+		{[]string{"--heartbeat", "0s"}, "--heartbeat must be more than 0s"},
+		{[]string{"--stale-after=-1s"}, "--stale-after must be more than 0s"},
+		{[]string{"--timeout=-1s"}, "--timeout must not be negative"},
+		{[]string{"--poll=-1s"}, "--poll must be more than 0s"},
+		{[]string{"--poll", "0s"}, "--poll must be more than 0s"},
+	}
+	db := filepath.Join(t.TempDir(), "q.db")
+	mustLite(t, db, "", "enqueue", "x")
+	before := listJobs(t, db)
+	for _, c := range cases {
+		t.Run(strings.Join(c.flag, " ")+" is refused with a usage error", func(t *testing.T) {
+			is := is.New(t)
+			r := runLite(t, db, "", append(append([]string{"work", "--exit-when-empty"}, c.flag...), "--", "true")...)
+			is.Equal(r.code, 2)
+			is.True(strings.Contains(r.stderr, c.want))
+			is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
+			is.Equal(listJobs(t, db), before)          // nothing ran
+		})
+	}
+}

@@ -57,12 +57,26 @@ func (c *WorkCmd) argv() []string {
 }
 
 // Validate runs before the queue's file is opened. It refuses what would
-// not run as asked: a command that cannot start, which would burn every
-// attempt of every job.
+// not run as asked: a zero or negative value the worker would replace
+// with its default or reject without naming the flag, and a command that
+// cannot start, which would burn every attempt of every job.
 func (c *WorkCmd) Validate(kctx *kong.Context) error {
 	argv := c.argv()
-	if !slices.Contains(kctx.Args, "--") || len(argv) == 0 {
+	switch {
+	case !slices.Contains(kctx.Args, "--") || len(argv) == 0:
 		return errors.New("give the command after --, as in: lite work -- ./handler.sh")
+	case c.Concurrency < 1:
+		return fmt.Errorf("--concurrency must be at least 1, not %d", c.Concurrency)
+	case c.Grace <= 0:
+		return fmt.Errorf("--grace must be more than 0s, not %s: commands get it to finish at shutdown, and again from SIGTERM to SIGKILL", c.Grace)
+	case c.Heartbeat <= 0:
+		return fmt.Errorf("--heartbeat must be more than 0s, not %s", c.Heartbeat)
+	case c.StaleAfter <= 0:
+		return fmt.Errorf("--stale-after must be more than 0s, not %s", c.StaleAfter)
+	case c.Poll <= 0:
+		return fmt.Errorf("--poll must be more than 0s, not %s", c.Poll)
+	case c.Timeout < 0:
+		return fmt.Errorf("--timeout must not be negative, not %s (0 means no limit)", c.Timeout)
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		// exec's message names the command twice; say it once.
