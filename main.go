@@ -22,6 +22,12 @@ var schema string
 var version = "dev"
 
 func main() {
+	// Go ends a program that writes to a broken pipe on fd 1 or 2 unless
+	// SIGPIPE is handled; with it handled, the write fails with EPIPE. A
+	// worker whose log reader went away must keep working. Notify, not
+	// Ignore: an ignored signal stays ignored in the commands lite starts,
+	// and they are owed the default.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -23,4 +25,17 @@ func TestSIGKILLedWorkTakesItsCommandsWithIt(t *testing.T) {
 	w.wait(t)
 	waitGone(t, "the first command", first)
 	waitGone(t, "the second command", second)
+}
+
+func TestWorkCommandsGetTheDefaultSIGPIPE(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	mustLite(t, db, "", "enqueue", "x")
+	// lite handles SIGPIPE itself; its commands must not inherit that as
+	// an ignored signal, or `producer | head` in a job never ends.
+	mustLite(t, db, "", "work", "--exit-when-empty", "--", "grep", "SigIgn", "/proc/self/status")
+	result := showJob(t, db, 1).Result
+	ignored, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(result, "SigIgn:")), 16, 64)
+	is.NoErr(err)
+	is.Equal(ignored&(1<<(syscall.SIGPIPE-1)), uint64(0)) // SIGPIPE is not ignored
 }

@@ -211,6 +211,40 @@ func TestWorkEndsTheWholeProcessTree(t *testing.T) {
 	})
 }
 
+func TestWorkSurvivesABrokenLogPipe(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "q.db")
+	mustLite(t, db, "", "enqueue", "x")
+	started := filepath.Join(dir, "started")
+	// The first run waits to be stopped; a later one answers at once.
+	script := fmt.Sprintf(`if [ "$LITE_JOB_GENERATION" = 1 ]; then touch %s; exec sleep 1000; fi
+printf 'generation %%s' "$LITE_JOB_GENERATION"`, started)
+
+	// Its stderr is a pipe nobody reads any more, as after `2>&1 | head`.
+	r, pw, err := os.Pipe()
+	is.NoErr(err)
+	is.NoErr(r.Close())
+	cmd := exec.Command(liteBin, "--db", db, "work", "-c", "1", "--heartbeat", "100ms", "--stale-after", "1s",
+		"--grace", "200ms", "--", "sh", "-c", script)
+	cmd.Stderr = pw
+	w := watch(t, &watchedWorker{}, cmd)
+	is.NoErr(pw.Close())
+	alive := func() bool {
+		if w.exited() {
+			t.Fatalf("lite work died: %v", w.err)
+		}
+		return true
+	}
+
+	eventually(t, "the first run starts", func() bool { _, err := os.Stat(started); return alive() && err == nil })
+	// The worker warns that it lost the lease: a write to the closed pipe.
+	mustLite(t, db, "", "release", "1")
+	eventually(t, "the job is done", func() bool { return alive() && showJob(t, db, 1).State == "done" })
+	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
+	is.Equal(w.wait(t), 0) // a clean exit, though no log line could be written
+}
+
 func TestWorkRefusesACommandItCannotRun(t *testing.T) {
 	dir := t.TempDir()
 	notExecutable := filepath.Join(dir, "handler.sh")

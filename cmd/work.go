@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -96,7 +97,7 @@ func (c *WorkCmd) Validate(kctx *kong.Context) error {
 // Run works until SIGINT or SIGTERM (then shuts down gracefully), or with
 // --exit-when-empty until the queues are empty.
 func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
-	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: g.LogLevel}))
+	log := slog.New(slog.NewTextHandler(quietWriter{env.Stderr}, &slog.HandlerOptions{Level: g.LogLevel}))
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Queues:            c.Queue,
 		Concurrency:       c.Concurrency,
@@ -148,6 +149,16 @@ func logFailures(log *slog.Logger) func(lite.Event) {
 		log.Warn("lite: job attempt failed", "job_id", ev.JobID, "kind", ev.Job.Kind,
 			"attempt", ev.Job.Attempts, "max_attempts", ev.Job.MaxAttempts, "err", ev.Err)
 	}
+}
+
+// quietWriter drops write errors. A log line that cannot be written has
+// nowhere else to go, and a closed log pipe must not stop a worker: slog
+// drops a handler's error today, and this keeps it so whatever writes.
+type quietWriter struct{ w io.Writer }
+
+func (q quietWriter) Write(p []byte) (int, error) {
+	_, _ = q.w.Write(p)
+	return len(p), nil
 }
 
 // handler runs the command once for a job, with the payload on its stdin
