@@ -211,6 +211,34 @@ func TestWorkEndsTheWholeProcessTree(t *testing.T) {
 	})
 }
 
+func TestWorkSecondSignalStopsAtOnce(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "q.db")
+	mustLite(t, db, "", "enqueue", "x")
+
+	// A grace far longer than the test may run: only the second signal
+	// can end it.
+	w := startWatched(t, db, append([]string{"--grace", "1h", "--"}, stubbornTree(dir)...)...)
+	outer := readPid(t, filepath.Join(dir, "outer.pid"))
+	inner := readPid(t, filepath.Join(dir, "inner.pid"))
+	is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
+	// Two signals sent at once may arrive as one: send the second once
+	// the first was seen.
+	eventually(t, "lite work says it is shutting down", func() bool { return strings.Contains(w.log(), "shutting down") })
+	is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
+
+	is.Equal(w.wait(t), 1)
+	lines := strings.Split(strings.TrimSpace(w.log()), "\n")
+	is.True(strings.Contains(lines[len(lines)-1], "lite: work: stopped at once")) // says why it exited early
+	waitGone(t, "the leader", outer)
+	waitGone(t, "the grandchild", inner)
+	j := showJob(t, db, 1)
+	is.Equal(j.State, "available")
+	is.Equal(j.Attempts, 0) // given back: the attempt is not held against it
+	is.Equal(len(j.Errors), 0)
+}
+
 func TestWorkSurvivesABrokenLogPipe(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()

@@ -50,12 +50,14 @@ const (
 	notStopped        stopReason = iota
 	stoppedByContext             // the handler's context ended: timeout, lost lease
 	stoppedByShutdown            // lite work shut down and the grace passed
+	stoppedAtOnce                // a second signal
 )
 
 // stops are what may stop a tree before its leader exits.
 type stops struct {
 	ctx      context.Context // the handler's context
 	shutdown <-chan struct{} // lite work shuts down: finish within grace
+	now      <-chan struct{} // stop at once: SIGKILL
 	grace    time.Duration   // to finish at shutdown, and from SIGTERM to SIGKILL
 }
 
@@ -66,7 +68,7 @@ type stops struct {
 func (t *tree) wait(s stops) (stopReason, error) {
 	var stopped stopReason
 	var finishBy, killAt <-chan time.Time
-	done, shutdown := s.ctx.Done(), s.shutdown
+	done, shutdown, now := s.ctx.Done(), s.shutdown, s.now
 	stop := func(why stopReason) {
 		if stopped == notStopped {
 			stopped = why
@@ -90,6 +92,12 @@ func (t *tree) wait(s stops) (stopReason, error) {
 		case <-finishBy:
 			stop(stoppedByShutdown)
 		case <-killAt:
+			killTree(t.cmd)
+		case <-now:
+			now = nil
+			if stopped == notStopped {
+				stopped = stoppedAtOnce
+			}
 			killTree(t.cmd)
 		}
 	}

@@ -94,8 +94,9 @@ func (c *WorkCmd) Validate(kctx *kong.Context) error {
 	return nil
 }
 
-// Run works until SIGINT or SIGTERM (then shuts down gracefully), or with
-// --exit-when-empty until the queues are empty.
+// Run works until SIGINT or SIGTERM (then shuts down gracefully; a second
+// signal stops it at once), or with --exit-when-empty until the queues are
+// empty.
 func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	log := slog.New(slog.NewTextHandler(quietWriter{env.Stderr}, &slog.HandlerOptions{Level: g.LogLevel}))
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
@@ -112,14 +113,48 @@ func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 	if err != nil {
 		return UsageError{fmt.Errorf("work: %w", err)}
 	}
+	stopLog := context.AfterFunc(ctx, func() {
+		log.Info("lite: shutting down: running commands may finish within the grace; signal again to stop them at once",
+			"grace", c.Grace)
+	})
+	defer stopLog()
+	work := ctx
 	if c.ExitWhenEmpty {
 		var stop context.CancelFunc
-		ctx, stop = context.WithCancel(ctx)
+		work, stop = context.WithCancel(ctx)
 		defer stop()
-		go stopWhenEmpty(ctx, q, c.Queue, stop)
+		go stopWhenEmpty(work, q, c.Queue, stop)
 	}
-	w.Handle(lite.AnyKind, c.handler(ctx.Done()))
-	return w.Run(ctx)
+	now := stopNow(ctx)
+	w.Handle(lite.AnyKind, c.handler(work.Done(), now))
+	if err := w.Run(work); err != nil {
+		return err
+	}
+	select {
+	case <-now:
+		return errors.New("work: stopped at once on a second signal: running commands were killed and their jobs given back")
+	default:
+		return nil
+	}
+}
+
+type stopNowKey struct{}
+
+// WithStopNow returns ctx carrying now. lite work shuts down gracefully
+// when ctx ends, and at once when now ends: its commands' trees get
+// SIGKILL, their jobs are given back, and it returns an error. main ends
+// now on a second signal.
+func WithStopNow(ctx, now context.Context) context.Context {
+	return context.WithValue(ctx, stopNowKey{}, now)
+}
+
+// stopNow is closed when the context WithStopNow put in ctx ends; nil
+// without one.
+func stopNow(ctx context.Context) <-chan struct{} {
+	if now, ok := ctx.Value(stopNowKey{}).(context.Context); ok {
+		return now.Done()
+	}
+	return nil
 }
 
 // stopWhenEmpty calls stop once nothing in the queues is left to do.
@@ -166,7 +201,7 @@ func (q quietWriter) Write(p []byte) (int, error) {
 // command's exit status decides: 0 is done with stdout as the result, 100
 // fails for good, any other fails the attempt. A command lite stopped fails
 // the attempt (timeout, lost lease), or gives the job back (shutdown).
-func (c *WorkCmd) handler(shutdown <-chan struct{}) lite.Handler {
+func (c *WorkCmd) handler(shutdown, now <-chan struct{}) lite.Handler {
 	argv := c.argv()
 	return func(ctx context.Context, job *lite.Job) error {
 		cmd := exec.Command(argv[0], argv[1:]...)
@@ -191,10 +226,10 @@ func (c *WorkCmd) handler(shutdown <-chan struct{}) lite.Handler {
 			p.finish(0)
 			return err
 		}
-		stopped, err := t.wait(stops{ctx: ctx, shutdown: shutdown, grace: c.Grace})
+		stopped, err := t.wait(stops{ctx: ctx, shutdown: shutdown, now: now, grace: c.Grace})
 		p.finish(drainWait)
 		switch stopped {
-		case stoppedByShutdown:
+		case stoppedByShutdown, stoppedAtOnce:
 			// Given back with no attempt spent: Snooze(0) writes the
 			// row Release does, which the worker would write by itself
 			// only after its longer backstop grace.
