@@ -22,12 +22,45 @@ var schema string
 var version = "dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Go ends a program that writes to a broken pipe on fd 1 or 2 unless
+	// SIGPIPE is handled; with it handled, the write fails with EPIPE. A
+	// worker whose log reader went away must keep working. Notify, not
+	// Ignore: an ignored signal stays ignored in the commands lite starts,
+	// and they are owed the default.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := stopOnSignals(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lite:", err)
 		os.Exit(cmd.ExitCode(err))
+	}
+}
+
+// stopOnSignals returns a context that the first SIGINT or SIGTERM ends: a
+// graceful stop. It carries, for lite work, a second context that the next
+// signal ends: stop at once.
+func stopOnSignals(parent context.Context) (ctx context.Context, stop func()) {
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	now, stopNow := context.WithCancel(parent)
+	graceful, stopGraceful := context.WithCancel(now)
+	done := make(chan struct{})
+	go func() {
+		for _, cancel := range []context.CancelFunc{stopGraceful, stopNow} {
+			select {
+			case <-signals:
+				cancel()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return cmd.WithStopNow(graceful, now), func() {
+		signal.Stop(signals)
+		close(done)
+		stopGraceful()
+		stopNow()
 	}
 }
 

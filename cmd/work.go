@@ -5,14 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 )
 
@@ -22,6 +24,17 @@ const PermanentExitCode = 100
 
 // stderrTail is how much of a failed command's stderr becomes its error.
 const stderrTail = 2048
+
+// drainWait is how long lite reads a finished command's output after its
+// tree was killed. Only a process that moved out of the tree (setsid) can
+// keep the pipes open that long.
+const drainWait = time.Second
+
+// shutdownSlack is how much longer than both graces (to finish, then from
+// SIGTERM to SIGKILL) the worker waits at shutdown before it gives up on a
+// handler. Each handler stops its command on that schedule by itself; the
+// worker's own grace is a backstop that must not cut it short.
+const shutdownSlack = 5 * time.Second
 
 // WorkCmd runs a command once per job.
 type WorkCmd struct {
@@ -36,16 +49,56 @@ type WorkCmd struct {
 	Command       []string      `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result; exit 100 fails for good; any other exit fails the attempt."`
 }
 
-// Run works until SIGINT or SIGTERM (then shuts down gracefully), or with
-// --exit-when-empty until the queues are empty.
-func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
-	// kong's passthrough keeps the -- itself.
+// argv is the command to run: kong's passthrough keeps the -- itself.
+func (c *WorkCmd) argv() []string {
 	if len(c.Command) > 0 && c.Command[0] == "--" {
-		c.Command = c.Command[1:]
+		return c.Command[1:]
 	}
-	if !slices.Contains(env.Args, "--") || len(c.Command) == 0 {
-		return usagef("work: give the command after --, as in: lite work -- ./handler.sh")
+	return c.Command
+}
+
+// Validate runs before the queue's file is opened. It refuses what would
+// not run as asked: a zero or negative value the worker would replace
+// with its default or reject without naming the flag, and a command that
+// cannot start, which would burn every attempt of every job.
+func (c *WorkCmd) Validate(kctx *kong.Context) error {
+	argv := c.argv()
+	switch {
+	case !slices.Contains(kctx.Args, "--") || len(argv) == 0:
+		return errors.New("give the command after --, as in: lite work -- ./handler.sh")
+	case c.Concurrency < 1:
+		return fmt.Errorf("--concurrency must be at least 1, not %d", c.Concurrency)
+	case c.Grace <= 0:
+		return fmt.Errorf("--grace must be more than 0s, not %s: commands get it to finish at shutdown, and again from SIGTERM to SIGKILL", c.Grace)
+	case c.Heartbeat <= 0:
+		return fmt.Errorf("--heartbeat must be more than 0s, not %s", c.Heartbeat)
+	case c.StaleAfter <= 0:
+		return fmt.Errorf("--stale-after must be more than 0s, not %s", c.StaleAfter)
+	case c.Poll <= 0:
+		return fmt.Errorf("--poll must be more than 0s, not %s", c.Poll)
+	case c.Timeout < 0:
+		return fmt.Errorf("--timeout must not be negative, not %s (0 means no limit)", c.Timeout)
 	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		// exec's message names the command twice; say it once.
+		var execErr *exec.Error
+		if errors.As(err, &execErr) {
+			err = execErr.Err
+		}
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return fmt.Errorf("cannot run %q: %w", argv[0], err)
+	}
+	return nil
+}
+
+// Run works until SIGINT or SIGTERM (then shuts down gracefully; a second
+// signal stops it at once), or with --exit-when-empty until the queues are
+// empty.
+func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+	log := slog.New(slog.NewTextHandler(quietWriter{env.Stderr}, &slog.HandlerOptions{Level: g.LogLevel}))
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Queues:            c.Queue,
 		Concurrency:       c.Concurrency,
@@ -53,20 +106,55 @@ func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 		StaleAfter:        c.StaleAfter,
 		PollInterval:      c.Poll,
 		Timeout:           c.Timeout,
-		ShutdownGrace:     c.Grace,
-		Logger:            slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: g.LogLevel})),
+		ShutdownGrace:     2*c.Grace + shutdownSlack,
+		Logger:            log,
+		OnEvent:           logFailures(log),
 	})
 	if err != nil {
 		return UsageError{fmt.Errorf("work: %w", err)}
 	}
-	w.Handle(lite.AnyKind, c.run(env))
+	stopLog := context.AfterFunc(ctx, func() {
+		log.Info("lite: shutting down: running commands may finish within the grace; signal again to stop them at once",
+			"grace", c.Grace)
+	})
+	defer stopLog()
+	work := ctx
 	if c.ExitWhenEmpty {
 		var stop context.CancelFunc
-		ctx, stop = context.WithCancel(ctx)
+		work, stop = context.WithCancel(ctx)
 		defer stop()
-		go stopWhenEmpty(ctx, q, c.Queue, stop)
+		go stopWhenEmpty(work, q, c.Queue, stop)
 	}
-	return w.Run(ctx)
+	now := stopNow(ctx)
+	w.Handle(lite.AnyKind, c.handler(work.Done(), now))
+	if err := w.Run(work); err != nil {
+		return err
+	}
+	select {
+	case <-now:
+		return errors.New("work: stopped at once on a second signal: running commands were killed and their jobs given back")
+	default:
+		return nil
+	}
+}
+
+type stopNowKey struct{}
+
+// WithStopNow returns ctx carrying now. lite work shuts down gracefully
+// when ctx ends, and at once when now ends: its commands' trees get
+// SIGKILL, their jobs are given back, and it returns an error. main ends
+// now on a second signal.
+func WithStopNow(ctx, now context.Context) context.Context {
+	return context.WithValue(ctx, stopNowKey{}, now)
+}
+
+// stopNow is closed when the context WithStopNow put in ctx ends; nil
+// without one.
+func stopNow(ctx context.Context) <-chan struct{} {
+	if now, ok := ctx.Value(stopNowKey{}).(context.Context); ok {
+		return now.Done()
+	}
+	return nil
 }
 
 // stopWhenEmpty calls stop once nothing in the queues is left to do.
@@ -86,12 +174,37 @@ func stopWhenEmpty(ctx context.Context, q *lite.Queue, queues []string, stop con
 	}
 }
 
-// run is the handler: it runs the command with the job on its stdin and in
-// its environment.
-func (c *WorkCmd) run(env Env) lite.Handler {
+// logFailures logs every failed attempt: a command that fails each time
+// must not burn its job's attempts in silence.
+func logFailures(log *slog.Logger) func(lite.Event) {
+	return func(ev lite.Event) {
+		if ev.Kind != lite.EventFailed || ev.Job == nil {
+			return
+		}
+		log.Warn("lite: job attempt failed", "job_id", ev.JobID, "kind", ev.Job.Kind,
+			"attempt", ev.Job.Attempts, "max_attempts", ev.Job.MaxAttempts, "err", ev.Err)
+	}
+}
+
+// quietWriter drops write errors. A log line that cannot be written has
+// nowhere else to go, and a closed log pipe must not stop a worker: slog
+// drops a handler's error today, and this keeps it so whatever writes.
+type quietWriter struct{ w io.Writer }
+
+func (q quietWriter) Write(p []byte) (int, error) {
+	_, _ = q.w.Write(p)
+	return len(p), nil
+}
+
+// handler runs the command once for a job, with the payload on its stdin
+// and the job in its environment, as a tree that ends with the run. The
+// command's exit status decides: 0 is done with stdout as the result, 100
+// fails for good, any other fails the attempt. A command lite stopped fails
+// the attempt (timeout, lost lease), or gives the job back (shutdown).
+func (c *WorkCmd) handler(shutdown, now <-chan struct{}) lite.Handler {
+	argv := c.argv()
 	return func(ctx context.Context, job *lite.Job) error {
-		cmd := exec.CommandContext(ctx, c.Command[0], c.Command[1:]...)
-		cmd.Stdin = bytes.NewReader(job.Payload)
+		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(),
 			"LITE_JOB_ID="+strconv.FormatInt(job.ID, 10),
 			"LITE_JOB_GENERATION="+strconv.FormatInt(job.Generation, 10),
@@ -102,20 +215,34 @@ func (c *WorkCmd) run(env Env) lite.Handler {
 		)
 		// One byte over the limit is kept, so that the ack can refuse it.
 		stdout := &headWriter{max: lite.DefaultMaxPayloadBytes + 1}
-		tail := &tailWriter{max: stderrTail}
-		cmd.Stdout = stdout
-		cmd.Stderr = tail
-		// Its own process group, so that SIGTERM reaches what it started.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-		cmd.WaitDelay = c.Grace
-		err := cmd.Run()
-		if ctx.Err() != nil {
+		stderr := &tailWriter{max: stderrTail}
+		p, err := attachPipes(cmd, job.Payload, stdout, stderr)
+		if err != nil {
+			return err
+		}
+		t, err := startTree(cmd)
+		p.started()
+		if err != nil {
+			p.finish(0)
+			return err
+		}
+		stopped, err := t.wait(stops{ctx: ctx, shutdown: shutdown, now: now, grace: c.Grace})
+		p.finish(drainWait)
+		switch stopped {
+		case stoppedByShutdown, stoppedAtOnce:
+			// Given back with no attempt spent: Snooze(0) writes the
+			// row Release does, which the worker would write by itself
+			// only after its longer backstop grace.
+			return lite.Snooze(0)
+		case stoppedByContext:
 			return fmt.Errorf("command stopped: %w", context.Cause(ctx))
 		}
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			failure := fmt.Errorf("%s: %s", exit, tail.String())
+			failure := errors.New(exit.Error())
+			if tail := stderr.String(); tail != "" {
+				failure = fmt.Errorf("%s: %s", exit, tail)
+			}
 			if exit.ExitCode() == PermanentExitCode {
 				return lite.Permanent(failure)
 			}
