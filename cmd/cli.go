@@ -23,9 +23,6 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	Version        string
 	Schema         string
-	// Args are the raw arguments, for commands that must see how they
-	// were written (work requires its --).
-	Args []string
 }
 
 // Globals are the flags every command shares.
@@ -118,7 +115,6 @@ func checkDB(path string, mayCreate bool) error {
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.
 func Run(ctx context.Context, args []string, env Env) (err error) {
-	env.Args = args
 	var cli CLI
 	var queue *lite.Queue
 	var command string

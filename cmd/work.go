@@ -108,7 +108,6 @@ func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 		Timeout:           c.Timeout,
 		ShutdownGrace:     2*c.Grace + shutdownSlack,
 		Logger:            log,
-		OnEvent:           logFailures(log),
 	})
 	if err != nil {
 		return UsageError{fmt.Errorf("work: %w", err)}
@@ -174,18 +173,6 @@ func stopWhenEmpty(ctx context.Context, q *lite.Queue, queues []string, stop con
 	}
 }
 
-// logFailures logs every failed attempt: a command that fails each time
-// must not burn its job's attempts in silence.
-func logFailures(log *slog.Logger) func(lite.Event) {
-	return func(ev lite.Event) {
-		if ev.Kind != lite.EventFailed || ev.Job == nil {
-			return
-		}
-		log.Warn("lite: job attempt failed", "job_id", ev.JobID, "kind", ev.Job.Kind,
-			"attempt", ev.Job.Attempts, "max_attempts", ev.Job.MaxAttempts, "err", ev.Err)
-	}
-}
-
 // quietWriter drops write errors. A log line that cannot be written has
 // nowhere else to go, and a closed log pipe must not stop a worker: slog
 // drops a handler's error today, and this keeps it so whatever writes.
@@ -230,10 +217,9 @@ func (c *WorkCmd) handler(shutdown, now <-chan struct{}) lite.Handler {
 		p.finish(drainWait)
 		switch stopped {
 		case stoppedByShutdown, stoppedAtOnce:
-			// Given back with no attempt spent: Snooze(0) writes the
-			// row Release does, which the worker would write by itself
-			// only after its longer backstop grace.
-			return lite.Snooze(0)
+			// Given back with no attempt spent, now rather than after the
+			// worker's longer backstop grace.
+			return fmt.Errorf("command stopped: %w", lite.ErrShutdown)
 		case stoppedByContext:
 			return fmt.Errorf("command stopped: %w", context.Cause(ctx))
 		}

@@ -21,7 +21,10 @@ import (
 type Handler func(ctx context.Context, job *Job) error
 
 // ErrShutdown is the cause of a handler's context when its worker stopped
-// before the handler finished. The job is released, not failed.
+// before the handler finished. The job is released, not failed. A handler
+// that stops on its own schedule at shutdown (as `lite work` does with
+// its commands) gives its job back the same way by returning an error
+// that wraps ErrShutdown.
 var ErrShutdown = errors.New("worker shut down")
 
 // errTimeout is the cause of a handler's context when its timeout passed.

@@ -30,7 +30,7 @@ func (w *Worker) settle(r *run, err error, done doneAck, elapsed time.Duration) 
 			ev.Kind, ev.Err = EventFailed, failure
 			ackErr = retryBusy(ctx, func() error { return w.q.AckFailed(ctx, l, failure) })
 		}
-	case errors.Is(context.Cause(r.ctx), ErrShutdown):
+	case errors.Is(context.Cause(r.ctx), ErrShutdown) || errors.Is(err, ErrShutdown):
 		ev.Kind, ackErr = EventReleased, retryBusy(ctx, func() error { return w.q.Release(ctx, l) })
 	case errors.As(err, &snooze):
 		ev.Kind, ackErr = EventSnoozed, retryBusy(ctx, func() error { return w.q.Snooze(ctx, l, snooze.d) })
@@ -54,9 +54,10 @@ func (w *Worker) settle(r *run, err error, done doneAck, elapsed time.Duration) 
 			"job_id", r.job.ID, "outcome", ev.Kind, "err", ackErr)
 		ev.Kind, ev.Err = EventFailed, ackErr
 	case ev.Kind == EventFailed:
-		w.opts.Logger.Info("lite: attempt failed",
-			"job_id", r.job.ID, "kind", r.job.Kind, "attempt", l.Attempt, "generation", l.Generation,
-			"err", ev.Err)
+		// A job that fails each time must not burn its attempts in silence.
+		w.opts.Logger.Warn("lite: job attempt failed",
+			"job_id", r.job.ID, "kind", r.job.Kind, "attempt", l.Attempt, "max_attempts", r.job.MaxAttempts,
+			"generation", l.Generation, "err", ev.Err)
 	}
 	r.outcome = ev.Kind
 	w.emit(ev)

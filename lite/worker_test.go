@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -259,6 +260,18 @@ func TestHandlerOutcomes(t *testing.T) {
 		handler lite.Handler
 		check   func(is *is.I, j *lite.Job, rep lite.Report, now time.Time)
 	}{
+		{
+			name: "an error wrapping ErrShutdown gives the job back, spending no attempt",
+			handler: func(context.Context, *lite.Job) error {
+				return fmt.Errorf("stopped on my own schedule: %w", lite.ErrShutdown)
+			},
+			check: func(is *is.I, j *lite.Job, rep lite.Report, _ time.Time) {
+				is.Equal(rep, lite.Report{Leased: 1, Released: 1})
+				is.Equal(j.State, lite.StateAvailable)
+				is.Equal(j.Attempts, 0)
+				is.Equal(len(j.Errors), 0)
+			},
+		},
 		{
 			name: "a panic is a failed attempt with the stack in its error",
 			handler: func(context.Context, *lite.Job) error {
