@@ -11,14 +11,17 @@ import (
 // shutdown. The platform files (proc_unix.go with proc_linux.go or
 // proc_nolinux.go; proc_windows.go) say how a tree is made and signalled:
 //
-//	setTree(cmd)    before Start: make cmd the root of a tree
-//	stopTree(cmd)   ask the whole tree to stop (SIGTERM)
-//	killTree(cmd)   end the whole tree (SIGKILL)
-//	lockThread()    pin the goroutine that starts and reaps the command
+//	setTree(cmd)           before Start: make cmd the root of a tree
+//	joinTree(cmd) (group)  after Start: what reaches the whole tree
+//	group.stop()           ask the whole tree to stop (SIGTERM, CTRL_BREAK)
+//	group.kill()           end the whole tree (SIGKILL, TerminateJobObject)
+//	group.close()          let go of the group once the tree was killed
+//	lockThread()           pin the goroutine that starts and reaps the command
 
 // tree is a started command.
 type tree struct {
 	cmd    *exec.Cmd
+	group  group
 	exited chan error // Wait's error, once the leader was reaped
 }
 
@@ -34,6 +37,14 @@ func startTree(cmd *exec.Cmd) (*tree, error) {
 			started <- err
 			return
 		}
+		g, err := joinTree(cmd)
+		if err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			started <- err
+			return
+		}
+		t.group = g
 		started <- nil
 		t.exited <- cmd.Wait()
 	}()
@@ -74,14 +85,15 @@ func (t *tree) wait(s stops) (stopReason, error) {
 			stopped = why
 		}
 		if killAt == nil {
-			stopTree(t.cmd)
+			t.group.stop()
 			killAt = time.After(s.grace)
 		}
 	}
 	for {
 		select {
 		case err := <-t.exited:
-			killTree(t.cmd) // what the leader left behind ends with it
+			t.group.kill() // what the leader left behind ends with it
+			t.group.close()
 			return stopped, err
 		case <-done:
 			done = nil
@@ -92,13 +104,13 @@ func (t *tree) wait(s stops) (stopReason, error) {
 		case <-finishBy:
 			stop(stoppedByShutdown)
 		case <-killAt:
-			killTree(t.cmd)
+			t.group.kill()
 		case <-now:
 			now = nil
 			if stopped == notStopped {
 				stopped = stoppedAtOnce
 			}
-			killTree(t.cmd)
+			t.group.kill()
 		}
 	}
 }

@@ -12,27 +12,33 @@ import (
 // the background) joins that group unless it moves itself out on purpose
 // (setsid, setpgid). A signal to the group reaches the whole tree.
 
-// setTree makes cmd, once started, the root of a tree that stopTree and
-// killTree reach.
+// setTree makes cmd, once started, the root of a tree that its group
+// reaches.
 func setTree(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	dieWithParent(cmd.SysProcAttr)
 }
 
-// stopTree asks every process of the tree to stop: SIGTERM.
-func stopTree(cmd *exec.Cmd) { signalGroup(cmd, syscall.SIGTERM) }
+// group is a started command's process group, named by its leader's pid.
+type group struct{ pid int }
 
-// killTree ends every process of the tree: SIGKILL. It may be called after
-// the leader was reaped: the group's id stays reserved for as long as any
+func joinTree(cmd *exec.Cmd) (group, error) { return group{cmd.Process.Pid}, nil }
+
+// stop asks every process of the tree to stop: SIGTERM.
+func (g group) stop() { g.signal(syscall.SIGTERM) }
+
+// kill ends every process of the tree: SIGKILL. It may be called after the
+// leader was reaped: the group's id stays reserved for as long as any
 // member lives, and once none does the signal finds no one (ESRCH). Only a
 // new process that took the reaped leader's pid and made itself a group
 // leader in between could be hit, and pids are handed out in turn, so that
 // takes a wrap of the whole pid space within that instant.
-func killTree(cmd *exec.Cmd) { signalGroup(cmd, syscall.SIGKILL) }
+func (g group) kill() { g.signal(syscall.SIGKILL) }
 
-// signalGroup signals the group. The only errors are ESRCH (nothing of the
-// tree is left, which is the aim) and EPERM (a member changed its
-// credentials, setuid, and lite cannot touch it): neither can be acted on.
-func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
-	_ = syscall.Kill(-cmd.Process.Pid, sig)
-}
+// close has nothing to let go of: a group is only a number.
+func (g group) close() {}
+
+// signal signals the group. The only errors are ESRCH (nothing of the tree
+// is left, which is the aim) and EPERM (a member changed its credentials,
+// setuid, and lite cannot touch it): neither can be acted on.
+func (g group) signal(sig syscall.Signal) { _ = syscall.Kill(-g.pid, sig) }

@@ -2,17 +2,118 @@
 
 package cmd
 
-import "os/exec"
+import (
+	"fmt"
+	"os/exec"
+	"syscall"
+	"unsafe"
 
-// Windows has no process groups to signal. Until lite work puts each
-// command in a job object, stopping a command ends its own process only:
-// what it started may outlive it, and there is no polite stop before the
-// kill.
+	"golang.org/x/sys/windows"
+)
 
-func setTree(*exec.Cmd) {}
+// A job's command runs in a job object of its own, the Windows way to own
+// a process tree: every process it starts joins the job, and terminating
+// the job ends them all. The command starts suspended and runs only once
+// it is in the job, so nothing it starts can escape in between. The job
+// kills what is left in it when its last handle closes, so a lite work
+// that dies, however it dies, takes its commands with it.
+//
+// The command also leads a console process group of its own, so that a
+// CTRL_BREAK asks the tree to stop, as SIGTERM does on Unix. A command
+// without a console ignores it and is terminated after the grace.
 
-func stopTree(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
+// setTree makes cmd start suspended, leading a new console process group.
+func setTree(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_SUSPENDED,
+	}
+}
 
-func killTree(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
+// group is a started command's job object.
+type group struct {
+	pid uint32
+	job windows.Handle
+}
 
+// joinTree puts the suspended command in a new job object that ends its
+// processes when closed, then lets it run.
+func joinTree(cmd *exec.Cmd) (group, error) {
+	g := group{pid: uint32(cmd.Process.Pid)}
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		return g, fmt.Errorf("job object: %w", err)
+	}
+	g.job = job
+	var info windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
+	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
+		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
+		g.close()
+		return g, fmt.Errorf("job object: %w", err)
+	}
+	proc, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, g.pid)
+	if err != nil {
+		g.close()
+		return g, fmt.Errorf("job object: %w", err)
+	}
+	err = windows.AssignProcessToJobObject(job, proc)
+	windows.CloseHandle(proc)
+	if err != nil {
+		g.close()
+		return g, fmt.Errorf("job object: %w", err)
+	}
+	if err := resumeThreads(g.pid); err != nil {
+		g.close()
+		return g, fmt.Errorf("start in a job object: %w", err)
+	}
+	return g, nil
+}
+
+// resumeThreads resumes the threads of a process created suspended: its
+// one main thread, which os/exec does not hand out.
+func resumeThreads(pid uint32) error {
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	if err != nil {
+		return err
+	}
+	defer windows.CloseHandle(snap)
+	entry := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
+	resumed := false
+	for err = windows.Thread32First(snap, &entry); err == nil; err = windows.Thread32Next(snap, &entry) {
+		if entry.OwnerProcessID != pid {
+			continue
+		}
+		thread, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, entry.ThreadID)
+		if err != nil {
+			return err
+		}
+		_, err = windows.ResumeThread(thread)
+		windows.CloseHandle(thread)
+		if err != nil {
+			return err
+		}
+		resumed = true
+	}
+	if !resumed {
+		return fmt.Errorf("no thread of process %d found", pid)
+	}
+	return nil
+}
+
+// stop asks the tree to stop: CTRL_BREAK to its console process group.
+func (g group) stop() { _ = windows.GenerateConsoleCtrlEvent(windows.CTRL_BREAK_EVENT, g.pid) }
+
+// kill ends every process in the job.
+func (g group) kill() { _ = windows.TerminateJobObject(g.job, 1) }
+
+// close lets go of the job; closing its last handle ends what is left in
+// it.
+func (g group) close() {
+	if g.job != 0 {
+		windows.CloseHandle(g.job)
+	}
+}
+
+// lockThread has nothing to pin: the job object, not a thread, owns the
+// tree.
 func lockThread() (unlock func()) { return func() {} }
