@@ -265,15 +265,25 @@ func (r *benchRun) workerRate(ctx context.Context, file string, concurrency, big
 }
 
 // drain runs a worker with a no-op handler for d, or until it has done
-// limit jobs (if limit > 0), and returns its rate.
+// limit jobs (if limit > 0), and returns its rate. It runs on past d
+// until the first job is done: a short d on a loaded machine can end
+// before the worker has leased anything, and a rate of zero measures
+// nothing.
 func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration, limit int64, logs io.Writer) (float64, error) {
 	var done atomic.Int64
-	enough := make(chan struct{})
+	enough, first := make(chan struct{}), make(chan struct{})
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Concurrency: concurrency,
 		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		OnEvent: func(ev lite.Event) {
-			if ev.Kind == lite.EventDone && done.Add(1) == limit {
+			if ev.Kind != lite.EventDone {
+				return
+			}
+			n := done.Add(1)
+			if n == 1 {
+				close(first)
+			}
+			if n == limit {
 				close(enough)
 			}
 		},
@@ -286,15 +296,27 @@ func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration,
 	finished := make(chan error, 1)
 	start := time.Now()
 	go func() { finished <- w.Run(ctx) }()
+	var runErr error
+	stopped := false // the worker's Run returned before it was told to
 	select {
-	case <-time.After(d):
 	case <-enough:
+	case runErr = <-finished:
+		stopped = true
+	case <-time.After(d):
+		select {
+		case <-first:
+		case runErr = <-finished:
+			stopped = true
+		}
 	}
 	n := done.Load()
 	elapsed := time.Since(start)
 	stop()
-	if err := <-finished; err != nil {
-		return 0, err
+	if !stopped {
+		runErr = <-finished
+	}
+	if runErr != nil {
+		return 0, runErr
 	}
 	return float64(n) / elapsed.Seconds(), nil
 }
