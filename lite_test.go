@@ -439,13 +439,22 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 		Sync   string  `json:"sync"`
 		Figure string  `json:"figure"`
 		Value  float64 `json:"value"`
+		Unit   string  `json:"unit"`
 		Ratio  float64 `json:"ratio"`
 	}
 	out := mustLite(t, filepath.Join(t.TempDir(), "unused.db"), "", "--json", "bench", "--sync", "normal",
 		"--duration", "50ms", "--big-rows", "2000", "--samples", "5", "--processes", "2", "--prefill", "20000", "--drain-jobs", "2000", "--dir", t.TempDir())
 	is.NoErr(json.Unmarshal([]byte(out), &rows))
 	is.Equal(len(rows), 15) // 3 references, 9 of lite's figures, 3 of memory
+	memory := 0
 	for _, r := range rows {
 		is.True(r.Value > 0) // every figure was measured
+		if r.Unit == "MiB" {
+			memory++
+			// A Go program with SQLite open is some MiB; a unit mixed up
+			// (KiB read as bytes, or bytes as KiB) is off by 1024.
+			is.True(r.Value >= 1 && r.Value <= 4096)
+		}
 	}
+	is.Equal(memory, 3)
 }
