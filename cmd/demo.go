@@ -141,8 +141,7 @@ func isDemoFile(ctx context.Context, path string) bool {
 	if err != nil || string(header) != "SQLite format 3\x00" {
 		return false
 	}
-	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	db, err := sql.Open("sqlite", "file:"+escaped+"?mode=ro&immutable=1")
+	db, err := sql.Open("sqlite", fileURI(path, "mode=ro&immutable=1"))
 	if err != nil {
 		return false
 	}
@@ -150,6 +149,35 @@ func isDemoFile(ctx context.Context, path string) bool {
 	var n int
 	err = db.QueryRowContext(ctx, `select count(*) from sqlite_schema where type = 'table' and name = ?`, demoMarker).Scan(&n)
 	return err == nil && n == 1
+}
+
+// fileURI is path as an SQLite file: URI with query.
+func fileURI(path, query string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path) + "?" + query
+}
+
+// openWriteProbe opens the file for writeFree.
+func openWriteProbe(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", fileURI(path, "_pragma=busy_timeout(250)&_txlock=immediate"))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// writeFree reports whether a writer gets the file's write lock within
+// the probe's short busy timeout. A worker frozen inside a write
+// transaction keeps the lock, and "a process frozen while it holds the
+// write lock blocks every writer of the file until it resumes"
+// (DESIGN.md): the other workers' heartbeats lapse and healthy workers'
+// jobs are reclaimed too, which is not the story the demo tells.
+func writeFree(ctx context.Context, probe *sql.DB) bool {
+	tx, err := probe.BeginTx(ctx, nil) // BEGIN IMMEDIATE takes the write lock
+	if err != nil {
+		return false
+	}
+	return tx.Rollback() == nil
 }
 
 type demoWorker struct {
@@ -180,10 +208,15 @@ func (c *DemoCmd) startWorkers() ([]*demoWorker, error) {
 // play prints a live table and, as the jobs go, kills worker 1 while it
 // holds jobs and freezes worker 2 for twice its stale-after.
 func (c *DemoCmd) play(ctx context.Context, q *lite.Queue, out io.Writer, workers []*demoWorker) error {
+	probe, err := openWriteProbe(c.File)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer probe.Close()
 	start := time.Now()
 	victim, frozen := workers[0], workers[1]
 	var killed bool
-	var frozenAt time.Time
+	var frozenAt, freezeAgainAt time.Time
 	var thawed bool
 	fmt.Fprintf(out, "%7s  %9s  %7s  %4s  %s\n", "time", "available", "running", "done", "event")
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -207,8 +240,15 @@ func (c *DemoCmd) play(ctx context.Context, q *lite.Queue, out io.Writer, worker
 			victim.cmd.Wait()
 			killed = true
 			events = append(events, fmt.Sprintf("SIGKILL worker 1 (pid %d) holding %d jobs", victim.cmd.Process.Pid, held))
-		case killed && frozenAt.IsZero() && done >= c.Jobs/5 && holds(ctx, q, frozen) > 0:
+		case killed && frozenAt.IsZero() && done >= c.Jobs/5 && time.Now().After(freezeAgainAt) && holds(ctx, q, frozen) > 0:
 			frozen.cmd.Process.Signal(syscall.SIGSTOP)
+			if !writeFree(ctx, probe) {
+				// It stopped inside a write: let it run long enough to
+				// finish that write before trying again.
+				frozen.cmd.Process.Signal(syscall.SIGCONT)
+				freezeAgainAt = time.Now().Add(200 * time.Millisecond)
+				break
+			}
 			frozenAt = time.Now()
 			events = append(events, fmt.Sprintf("SIGSTOP worker 2 (pid %d): frozen, holding %d jobs", frozen.cmd.Process.Pid, holds(ctx, q, frozen)))
 		case !frozenAt.IsZero() && !thawed && time.Since(frozenAt) > 2*demoStaleAfter:
