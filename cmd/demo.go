@@ -195,7 +195,7 @@ func (c *DemoCmd) startWorkers() ([]*demoWorker, error) {
 		w := &demoWorker{logs: &lockedBuffer{}}
 		w.cmd = exec.Command(exe, "--db", c.File, "--log-level", "warn", "work", "-c", "4",
 			"--heartbeat", "200ms", "--stale-after", demoStaleAfter.String(), "--grace", "1s", "--",
-			"sh", "-c", `sleep 0.3; printf 'ran at generation %s' "$LITE_JOB_GENERATION"`)
+			exe, "demo-job")
 		w.cmd.Stderr = w.logs
 		if err := w.cmd.Start(); err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
@@ -203,6 +203,28 @@ func (c *DemoCmd) startWorkers() ([]*demoWorker, error) {
 		workers = append(workers, w)
 	}
 	return workers, nil
+}
+
+// DemoJobCmd is the demo's job: this binary again, rather than a shell
+// command, so that the demo needs no shell and runs the same on every OS.
+type DemoJobCmd struct {
+	Generation int64 `env:"LITE_JOB_GENERATION" help:"The job's generation, which lite work sets."`
+}
+
+// demoJobTakes is how long a demo job runs: long enough that a killed or
+// frozen worker is caught holding some.
+const demoJobTakes = 300 * time.Millisecond
+
+// Run works for demoJobTakes and prints its result, which names the
+// generation it ran under.
+func (c *DemoJobCmd) Run(ctx context.Context, env Env) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(demoJobTakes):
+	}
+	_, err := fmt.Fprintf(env.Stdout, "ran at generation %d", c.Generation)
+	return err
 }
 
 // play prints a live table and, as the jobs go, kills worker 1 while it
