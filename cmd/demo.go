@@ -71,8 +71,9 @@ func (c *DemoCmd) Run(ctx context.Context, env Env) error {
 	if err := c.play(ctx, q, out, workers); err != nil {
 		return err
 	}
+	// The workers run with --exit-when-empty, so they stop by themselves,
+	// the same way on every system; the thawed one first tries its acks.
 	for _, w := range workers[1:] {
-		w.cmd.Process.Signal(syscall.SIGTERM)
 		w.cmd.Wait()
 	}
 	return c.summarize(ctx, q, out, workers)
@@ -194,7 +195,7 @@ func (c *DemoCmd) startWorkers() ([]*demoWorker, error) {
 	for range c.Workers {
 		w := &demoWorker{logs: &lockedBuffer{}}
 		w.cmd = exec.Command(exe, "--db", c.File, "--log-level", "warn", "work", "-c", "4",
-			"--heartbeat", "200ms", "--stale-after", demoStaleAfter.String(), "--grace", "1s", "--",
+			"--heartbeat", "200ms", "--stale-after", demoStaleAfter.String(), "--grace", "1s", "--exit-when-empty", "--",
 			exe, "demo-job")
 		w.cmd.Stderr = w.logs
 		if err := w.cmd.Start(); err != nil {
@@ -284,8 +285,6 @@ func (c *DemoCmd) play(ctx context.Context, q *lite.Queue, out io.Writer, worker
 				counts[lite.StateAvailable], counts[lite.StateRunning], done, strings.Join(events, "; "))
 		}
 		if finished {
-			// Give the thawed worker a moment to try its stale acks.
-			time.Sleep(500 * time.Millisecond)
 			return nil
 		}
 	}
