@@ -12,15 +12,15 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/liteq/lite/lite"
 )
 
-// DemoCmd runs several `lite work` processes on one local file, SIGKILLs
+// DemoCmd runs several `lite work` processes on one local file, kills
 // one mid-job, freezes another past its stale-after, and shows every job
-// done once, each with the result of its final lease.
+// done once, each with the result of its final lease. What a kill and a
+// freeze are on each system is in freeze_*.go.
 type DemoCmd struct {
 	File    string `default:"lite-demo.db" type:"path" help:"The demo's own file: made anew if a demo made it, refused if anything else is there."`
 	Jobs    int    `default:"200" help:"How many jobs to enqueue."`
@@ -63,7 +63,6 @@ func (c *DemoCmd) Run(ctx context.Context, env Env) error {
 	}
 	defer func() {
 		for _, w := range workers {
-			w.cmd.Process.Signal(syscall.SIGCONT)
 			w.cmd.Process.Kill()
 			w.cmd.Wait()
 		}
@@ -240,7 +239,12 @@ func (c *DemoCmd) play(ctx context.Context, q *lite.Queue, out io.Writer, worker
 	victim, frozen := workers[0], workers[1]
 	var killed bool
 	var frozenAt, freezeAgainAt time.Time
-	var thawed bool
+	var thaw func() error
+	defer func() {
+		if thaw != nil {
+			thaw()
+		}
+	}()
 	fmt.Fprintf(out, "%7s  %9s  %7s  %4s  %s\n", "time", "available", "running", "done", "event")
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -259,27 +263,37 @@ func (c *DemoCmd) play(ctx context.Context, q *lite.Queue, out io.Writer, worker
 		switch {
 		case !killed && done >= c.Jobs/10 && holds(ctx, q, victim) > 0:
 			held := holds(ctx, q, victim)
-			victim.cmd.Process.Signal(syscall.SIGKILL)
+			if err := victim.cmd.Process.Kill(); err != nil {
+				return fmt.Errorf("demo: kill worker 1: %w", err)
+			}
 			victim.cmd.Wait()
 			killed = true
-			events = append(events, fmt.Sprintf("SIGKILL worker 1 (pid %d) holding %d jobs", victim.cmd.Process.Pid, held))
+			events = append(events, fmt.Sprintf(killSays+" (pid %d) holding %d jobs", 1, victim.cmd.Process.Pid, held))
 		case killed && frozenAt.IsZero() && done >= c.Jobs/5 && time.Now().After(freezeAgainAt) && holds(ctx, q, frozen) > 0:
-			frozen.cmd.Process.Signal(syscall.SIGSTOP)
+			thaw, err = freeze(frozen.cmd.Process)
+			if err != nil {
+				return fmt.Errorf("demo: freeze worker 2: %w", err)
+			}
 			if !writeFree(ctx, probe) {
 				// It stopped inside a write: let it run long enough to
 				// finish that write before trying again.
-				frozen.cmd.Process.Signal(syscall.SIGCONT)
+				err, thaw = thaw(), nil
+				if err != nil {
+					return fmt.Errorf("demo: thaw worker 2: %w", err)
+				}
 				freezeAgainAt = time.Now().Add(200 * time.Millisecond)
 				break
 			}
 			frozenAt = time.Now()
-			events = append(events, fmt.Sprintf("SIGSTOP worker 2 (pid %d): frozen, holding %d jobs", frozen.cmd.Process.Pid, holds(ctx, q, frozen)))
-		case !frozenAt.IsZero() && !thawed && time.Since(frozenAt) > 2*demoStaleAfter:
-			frozen.cmd.Process.Signal(syscall.SIGCONT)
-			thawed = true
-			events = append(events, "SIGCONT worker 2: it wakes up and acks leases that were reclaimed")
+			events = append(events, fmt.Sprintf(freezeSays+" (pid %d): frozen, holding %d jobs", 2, frozen.cmd.Process.Pid, holds(ctx, q, frozen)))
+		case thaw != nil && time.Since(frozenAt) > 2*demoStaleAfter:
+			err, thaw = thaw(), nil
+			if err != nil {
+				return fmt.Errorf("demo: thaw worker 2: %w", err)
+			}
+			events = append(events, fmt.Sprintf(thawSays+": it wakes up and acks leases that were reclaimed", 2))
 		}
-		finished := done == c.Jobs && (frozenAt.IsZero() || thawed)
+		finished := done == c.Jobs && thaw == nil
 		if len(events) > 0 || n%5 == 0 || finished {
 			fmt.Fprintf(out, "%6.1fs  %9d  %7d  %4d  %s\n", time.Since(start).Seconds(),
 				counts[lite.StateAvailable], counts[lite.StateRunning], done, strings.Join(events, "; "))
