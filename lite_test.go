@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -426,7 +427,12 @@ func TestDemoKillsAndFreezesWorkersAndEveryJobIsDoneOnce(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	is.NoErr(err)
 	text := string(out)
-	is.True(strings.Contains(text, "SIGKILL worker 1"))
+	// "SIGKILL worker 1" on Unix, "TerminateProcess worker 1" on Windows.
+	is.True(regexp.MustCompile(`worker 1 \(pid \d+\) holding \d+ jobs`).MatchString(text))
+	// "SIGSTOP worker 2" on Unix, "SuspendThread on worker 2's threads" on
+	// Windows; thawed, it tries to ack what was reclaimed meanwhile.
+	is.True(regexp.MustCompile(`worker 2('s threads)? \(pid \d+\): frozen, holding \d+ jobs`).MatchString(text))
+	is.True(regexp.MustCompile(`\n[1-9]\d* stale acks from the frozen worker were skipped, none applied`).MatchString(text))
 	is.True(strings.Contains(text, "40 of 40 jobs done; 40 with the result of their final generation"))
 	is.True(strings.Contains(text, "every job done once"))
 	_, err = os.Stat(filepath.Join(dir, "lite-demo.db"))
@@ -439,13 +445,22 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 		Sync   string  `json:"sync"`
 		Figure string  `json:"figure"`
 		Value  float64 `json:"value"`
+		Unit   string  `json:"unit"`
 		Ratio  float64 `json:"ratio"`
 	}
 	out := mustLite(t, filepath.Join(t.TempDir(), "unused.db"), "", "--json", "bench", "--sync", "normal",
 		"--duration", "50ms", "--big-rows", "2000", "--samples", "5", "--processes", "2", "--prefill", "20000", "--drain-jobs", "2000", "--dir", t.TempDir())
 	is.NoErr(json.Unmarshal([]byte(out), &rows))
 	is.Equal(len(rows), 15) // 3 references, 9 of lite's figures, 3 of memory
+	memory := 0
 	for _, r := range rows {
 		is.True(r.Value > 0) // every figure was measured
+		if r.Unit == "MiB" {
+			memory++
+			// A Go program with SQLite open is some MiB; a unit mixed up
+			// (KiB read as bytes, or bytes as KiB) is off by 1024.
+			is.True(r.Value >= 1 && r.Value <= 4096)
+		}
 	}
+	is.Equal(memory, 3)
 }

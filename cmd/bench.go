@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -52,6 +51,9 @@ type benchRun struct {
 	name string
 	rows []benchRow
 	refs map[string]float64
+	// childRSS is the largest peak RSS, in bytes, that a bench child
+	// reported.
+	childRSS uint64
 }
 
 // Run measures every figure and prints the table, or JSON with --json.
@@ -66,6 +68,7 @@ func (c *BenchCmd) Run(ctx context.Context, env Env, g *Globals) error {
 		dir = tmp
 	}
 	var rows []benchRow
+	var childRSS uint64
 	for _, name := range c.Sync {
 		r := &benchRun{c: c, dir: filepath.Join(dir, name), name: name, refs: map[string]float64{},
 			sync: map[string]lite.Synchronous{"normal": lite.SyncNormal, "full": lite.SyncFull}[name]}
@@ -77,18 +80,22 @@ func (c *BenchCmd) Run(ctx context.Context, env Env, g *Globals) error {
 			return fmt.Errorf("bench %s: %w", name, err)
 		}
 		rows = append(rows, r.rows...)
+		childRSS = max(childRSS, r.childRSS)
 	}
-	var self, children syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	self, err := peakRSS()
+	if err != nil {
+		return err
+	}
 	rows = append(rows,
-		benchRow{Sync: "-", Figure: "peak RSS of this process", Value: float64(self.Maxrss) / 1024, Unit: "MiB"},
-		benchRow{Sync: "-", Figure: "peak RSS of a child process", Value: float64(children.Maxrss) / 1024, Unit: "MiB"})
+		benchRow{Sync: "-", Figure: "peak RSS of this process", Value: mib(self), Unit: "MiB"},
+		benchRow{Sync: "-", Figure: "peak RSS of a child process", Value: mib(childRSS), Unit: "MiB"})
 	if g.JSON {
 		return writeJSON(env.Stdout, rows)
 	}
 	return printBench(env.Stdout, rows)
 }
+
+func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }
 
 func (r *benchRun) add(row benchRow) {
 	row.Sync = r.name
@@ -183,18 +190,13 @@ func (r *benchRun) drainRSS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := child.wait()
+	out, rss, err := r.wait(child)
 	if err != nil {
 		return err
 	}
-	usage, ok := child.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return errors.New("drain: no resource usage for the child")
-	}
-	mib := float64(usage.Maxrss) / 1024
-	met := mib < 100
+	met := mib(rss) < 100
 	r.add(benchRow{Figure: fmt.Sprintf("peak RSS of a process draining %d jobs, concurrency 256 (%s jobs/s)", r.c.DrainJobs, out),
-		Value: mib, Unit: "MiB", Target: "< 100 MiB", Met: &met})
+		Value: mib(rss), Unit: "MiB", Target: "< 100 MiB", Met: &met})
 	return nil
 }
 
@@ -265,15 +267,25 @@ func (r *benchRun) workerRate(ctx context.Context, file string, concurrency, big
 }
 
 // drain runs a worker with a no-op handler for d, or until it has done
-// limit jobs (if limit > 0), and returns its rate.
+// limit jobs (if limit > 0), and returns its rate. It runs on past d
+// until the first job is done: a short d on a loaded machine can end
+// before the worker has leased anything, and a rate of zero measures
+// nothing.
 func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration, limit int64, logs io.Writer) (float64, error) {
 	var done atomic.Int64
-	enough := make(chan struct{})
+	enough, first := make(chan struct{}), make(chan struct{})
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Concurrency: concurrency,
 		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		OnEvent: func(ev lite.Event) {
-			if ev.Kind == lite.EventDone && done.Add(1) == limit {
+			if ev.Kind != lite.EventDone {
+				return
+			}
+			n := done.Add(1)
+			if n == 1 {
+				close(first)
+			}
+			if n == limit {
 				close(enough)
 			}
 		},
@@ -286,15 +298,27 @@ func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration,
 	finished := make(chan error, 1)
 	start := time.Now()
 	go func() { finished <- w.Run(ctx) }()
+	var runErr error
+	stopped := false // the worker's Run returned before it was told to
 	select {
-	case <-time.After(d):
 	case <-enough:
+	case runErr = <-finished:
+		stopped = true
+	case <-time.After(d):
+		select {
+		case <-first:
+		case runErr = <-finished:
+			stopped = true
+		}
 	}
 	n := done.Load()
 	elapsed := time.Since(start)
 	stop()
-	if err := <-finished; err != nil {
-		return 0, err
+	if !stopped {
+		runErr = <-finished
+	}
+	if runErr != nil {
+		return 0, runErr
 	}
 	return float64(n) / elapsed.Seconds(), nil
 }
@@ -342,7 +366,7 @@ func (r *benchRun) latency(ctx context.Context) error {
 			return errors.New("latency: the child's jobs stopped coming")
 		}
 	}
-	if _, err := child.wait(); err != nil {
+	if _, _, err := r.wait(child); err != nil {
 		return err
 	}
 	r.addLatency("latency, another process", crossProcess, "p50 < 5 ms, p99 < 15 ms", 5, 15)
@@ -380,7 +404,7 @@ func (r *benchRun) processes(ctx context.Context) error {
 		}
 		total, busy := 0.0, 0
 		for _, c := range children {
-			out, err := c.wait()
+			out, _, err := r.wait(c)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -429,11 +453,25 @@ func benchChild(ctx context.Context, q *lite.Queue, sync, mode, arg string) (*ch
 	return c, c.cmd.Start()
 }
 
-func (c *childProc) wait() (string, error) {
+// wait waits for a bench child and returns what it printed and its peak
+// RSS in bytes, which it reports itself on its last line: a parent can
+// read a child's peak the same way on no two systems (and on Linux not
+// correctly at all, see peakRSS).
+func (r *benchRun) wait(c *childProc) (out string, rss uint64, err error) {
 	if err := c.cmd.Wait(); err != nil {
-		return "", fmt.Errorf("bench child: %w", err)
+		return "", 0, fmt.Errorf("bench child: %w", err)
 	}
-	return strings.TrimSpace(c.out.String()), nil
+	out = strings.TrimSpace(c.out.String())
+	i := strings.LastIndex(out, "\n") + 1
+	last, ok := strings.CutPrefix(out[i:], "peak-rss ")
+	if ok {
+		rss, err = strconv.ParseUint(last, 10, 64)
+	}
+	if !ok || err != nil {
+		return "", 0, fmt.Errorf("bench child: no peak RSS in %q", out)
+	}
+	r.childRSS = max(r.childRSS, rss)
+	return strings.TrimSpace(out[:i]), rss, nil
 }
 
 // BenchChildCmd is the other process of lite bench's cross-process figures.
@@ -443,11 +481,25 @@ type BenchChildCmd struct {
 	Arg  string `arg:""`
 }
 
-// Run enqueues paced jobs stamped with their time (latency); drains jobs
+// Run does its mode's work, then prints its own peak RSS in bytes as its
+// last line, "peak-rss N".
+func (c *BenchChildCmd) Run(ctx context.Context, env Env, g *Globals) error {
+	if err := c.run(ctx, env, g); err != nil {
+		return err
+	}
+	rss, err := peakRSS()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(env.Stdout, "peak-rss %d\n", rss)
+	return err
+}
+
+// run enqueues paced jobs stamped with their time (latency); drains jobs
 // for a duration and prints its rate and how many busy errors its worker
 // logged (drain); or drains a number of jobs and prints its rate
 // (drain-all).
-func (c *BenchChildCmd) Run(ctx context.Context, env Env, g *Globals) error {
+func (c *BenchChildCmd) run(ctx context.Context, env Env, g *Globals) error {
 	sync := map[string]lite.Synchronous{"normal": lite.SyncNormal, "full": lite.SyncFull}[c.Sync]
 	q, err := lite.Open(ctx, g.DB, lite.Options{Synchronous: sync})
 	if err != nil {

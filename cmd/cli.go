@@ -52,6 +52,7 @@ type CLI struct {
 	Bench   BenchCmd   `cmd:"" help:"Measure lite against the raw SQLite limits of this machine."`
 
 	BenchChild BenchChildCmd `cmd:"" name:"bench-child" hidden:""`
+	DemoJob    DemoJobCmd    `cmd:"" name:"demo-job" hidden:""`
 }
 
 // UsageError is an error in how lite was called: exit code 2.

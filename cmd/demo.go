@@ -12,15 +12,15 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/liteq/lite/lite"
 )
 
-// DemoCmd runs several `lite work` processes on one local file, SIGKILLs
+// DemoCmd runs several `lite work` processes on one local file, kills
 // one mid-job, freezes another past its stale-after, and shows every job
-// done once, each with the result of its final lease.
+// done once, each with the result of its final lease. What a kill and a
+// freeze are on each system is in freeze_*.go.
 type DemoCmd struct {
 	File    string `default:"lite-demo.db" type:"path" help:"The demo's own file: made anew if a demo made it, refused if anything else is there."`
 	Jobs    int    `default:"200" help:"How many jobs to enqueue."`
@@ -63,7 +63,6 @@ func (c *DemoCmd) Run(ctx context.Context, env Env) error {
 	}
 	defer func() {
 		for _, w := range workers {
-			w.cmd.Process.Signal(syscall.SIGCONT)
 			w.cmd.Process.Kill()
 			w.cmd.Wait()
 		}
@@ -71,8 +70,9 @@ func (c *DemoCmd) Run(ctx context.Context, env Env) error {
 	if err := c.play(ctx, q, out, workers); err != nil {
 		return err
 	}
+	// The workers run with --exit-when-empty, so they stop by themselves,
+	// the same way on every system; the thawed one first tries its acks.
 	for _, w := range workers[1:] {
-		w.cmd.Process.Signal(syscall.SIGTERM)
 		w.cmd.Wait()
 	}
 	return c.summarize(ctx, q, out, workers)
@@ -143,8 +143,7 @@ func isDemoFile(ctx context.Context, path string) bool {
 	if err != nil || string(header) != "SQLite format 3\x00" {
 		return false
 	}
-	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	db, err := sql.Open("sqlite", "file:"+escaped+"?mode=ro&immutable=1")
+	db, err := sql.Open("sqlite", fileURI(path, "mode=ro&immutable=1"))
 	if err != nil {
 		return false
 	}
@@ -152,6 +151,35 @@ func isDemoFile(ctx context.Context, path string) bool {
 	var n int
 	err = db.QueryRowContext(ctx, `select count(*) from sqlite_schema where type = 'table' and name = ?`, demoMarker).Scan(&n)
 	return err == nil && n == 1
+}
+
+// fileURI is path as an SQLite file: URI with query.
+func fileURI(path, query string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path) + "?" + query
+}
+
+// openWriteProbe opens the file for writeFree.
+func openWriteProbe(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", fileURI(path, "_pragma=busy_timeout(250)&_txlock=immediate"))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// writeFree reports whether a writer gets the file's write lock within
+// the probe's short busy timeout. A worker frozen inside a write
+// transaction keeps the lock, and "a process frozen while it holds the
+// write lock blocks every writer of the file until it resumes"
+// (DESIGN.md): the other workers' heartbeats lapse and healthy workers'
+// jobs are reclaimed too, which is not the story the demo tells.
+func writeFree(ctx context.Context, probe *sql.DB) bool {
+	tx, err := probe.BeginTx(ctx, nil) // BEGIN IMMEDIATE takes the write lock
+	if err != nil {
+		return false
+	}
+	return tx.Rollback() == nil
 }
 
 type demoWorker struct {
@@ -168,8 +196,8 @@ func (c *DemoCmd) startWorkers() ([]*demoWorker, error) {
 	for range c.Workers {
 		w := &demoWorker{logs: &lockedBuffer{}}
 		w.cmd = exec.Command(exe, "--db", c.File, "--log-level", "warn", "work", "-c", "4",
-			"--heartbeat", "200ms", "--stale-after", demoStaleAfter.String(), "--grace", "1s", "--",
-			"sh", "-c", `sleep 0.3; printf 'ran at generation %s' "$LITE_JOB_GENERATION"`)
+			"--heartbeat", "200ms", "--stale-after", demoStaleAfter.String(), "--grace", "1s", "--exit-when-empty", "--",
+			exe, "demo-job")
 		w.cmd.Stderr = w.logs
 		if err := w.cmd.Start(); err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
@@ -179,14 +207,46 @@ func (c *DemoCmd) startWorkers() ([]*demoWorker, error) {
 	return workers, nil
 }
 
+// DemoJobCmd is the demo's job: this binary again, rather than a shell
+// command, so that the demo needs no shell and runs the same on every OS.
+type DemoJobCmd struct {
+	Generation int64 `env:"LITE_JOB_GENERATION" help:"The job's generation, which lite work sets."`
+}
+
+// demoJobTakes is how long a demo job runs: long enough that a killed or
+// frozen worker is caught holding some.
+const demoJobTakes = 300 * time.Millisecond
+
+// Run works for demoJobTakes and prints its result, which names the
+// generation it ran under.
+func (c *DemoJobCmd) Run(ctx context.Context, env Env) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(demoJobTakes):
+	}
+	_, err := fmt.Fprintf(env.Stdout, "ran at generation %d", c.Generation)
+	return err
+}
+
 // play prints a live table and, as the jobs go, kills worker 1 while it
 // holds jobs and freezes worker 2 for twice its stale-after.
 func (c *DemoCmd) play(ctx context.Context, q *lite.Queue, out io.Writer, workers []*demoWorker) error {
+	probe, err := openWriteProbe(c.File)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer probe.Close()
 	start := time.Now()
 	victim, frozen := workers[0], workers[1]
 	var killed bool
-	var frozenAt time.Time
-	var thawed bool
+	var frozenAt, freezeAgainAt time.Time
+	var thaw func() error
+	defer func() {
+		if thaw != nil {
+			thaw()
+		}
+	}()
 	fmt.Fprintf(out, "%7s  %9s  %7s  %4s  %s\n", "time", "available", "running", "done", "event")
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -205,27 +265,42 @@ func (c *DemoCmd) play(ctx context.Context, q *lite.Queue, out io.Writer, worker
 		switch {
 		case !killed && done >= c.Jobs/10 && holds(ctx, q, victim) > 0:
 			held := holds(ctx, q, victim)
-			victim.cmd.Process.Signal(syscall.SIGKILL)
+			if err := victim.cmd.Process.Kill(); err != nil {
+				return fmt.Errorf("demo: kill worker 1: %w", err)
+			}
 			victim.cmd.Wait()
 			killed = true
-			events = append(events, fmt.Sprintf("SIGKILL worker 1 (pid %d) holding %d jobs", victim.cmd.Process.Pid, held))
-		case killed && frozenAt.IsZero() && done >= c.Jobs/5 && holds(ctx, q, frozen) > 0:
-			frozen.cmd.Process.Signal(syscall.SIGSTOP)
+			events = append(events, fmt.Sprintf(killSays+" (pid %d) holding %d jobs", 1, victim.cmd.Process.Pid, held))
+		case killed && frozenAt.IsZero() && done >= c.Jobs/5 && time.Now().After(freezeAgainAt) && holds(ctx, q, frozen) > 0:
+			thaw, err = freeze(frozen.cmd.Process)
+			if err != nil {
+				return fmt.Errorf("demo: freeze worker 2: %w", err)
+			}
+			if !writeFree(ctx, probe) {
+				// It stopped inside a write: let it run long enough to
+				// finish that write before trying again.
+				err, thaw = thaw(), nil
+				if err != nil {
+					return fmt.Errorf("demo: thaw worker 2: %w", err)
+				}
+				freezeAgainAt = time.Now().Add(200 * time.Millisecond)
+				break
+			}
 			frozenAt = time.Now()
-			events = append(events, fmt.Sprintf("SIGSTOP worker 2 (pid %d): frozen, holding %d jobs", frozen.cmd.Process.Pid, holds(ctx, q, frozen)))
-		case !frozenAt.IsZero() && !thawed && time.Since(frozenAt) > 2*demoStaleAfter:
-			frozen.cmd.Process.Signal(syscall.SIGCONT)
-			thawed = true
-			events = append(events, "SIGCONT worker 2: it wakes up and acks leases that were reclaimed")
+			events = append(events, fmt.Sprintf(freezeSays+" (pid %d): frozen, holding %d jobs", 2, frozen.cmd.Process.Pid, holds(ctx, q, frozen)))
+		case thaw != nil && time.Since(frozenAt) > 2*demoStaleAfter:
+			err, thaw = thaw(), nil
+			if err != nil {
+				return fmt.Errorf("demo: thaw worker 2: %w", err)
+			}
+			events = append(events, fmt.Sprintf(thawSays+": it wakes up and acks leases that were reclaimed", 2))
 		}
-		finished := done == c.Jobs && (frozenAt.IsZero() || thawed)
+		finished := done == c.Jobs && thaw == nil
 		if len(events) > 0 || n%5 == 0 || finished {
 			fmt.Fprintf(out, "%6.1fs  %9d  %7d  %4d  %s\n", time.Since(start).Seconds(),
 				counts[lite.StateAvailable], counts[lite.StateRunning], done, strings.Join(events, "; "))
 		}
 		if finished {
-			// Give the thawed worker a moment to try its stale acks.
-			time.Sleep(500 * time.Millisecond)
 			return nil
 		}
 	}

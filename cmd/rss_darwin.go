@@ -1,0 +1,16 @@
+package cmd
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// peakRSS returns this process's peak resident memory in bytes. Darwin
+// counts ru_maxrss in bytes, where Linux and the BSDs count KiB.
+func peakRSS() (uint64, error) {
+	var self syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &self); err != nil {
+		return 0, fmt.Errorf("peak RSS: %w", err)
+	}
+	return uint64(self.Maxrss), nil
+}
