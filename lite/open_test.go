@@ -6,9 +6,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,7 +232,7 @@ func TestOpenLeavesNothingBehindOnFailure(t *testing.T) {
 		})
 	}
 
-	t.Run("a file Open created is removed when Open fails", func(t *testing.T) {
+	t.Run("a cancelled Open makes no file", func(t *testing.T) {
 		is := is.New(t)
 		dir := t.TempDir()
 		ctx, cancel := context.WithCancel(t.Context())
@@ -239,6 +242,52 @@ func TestOpenLeavesNothingBehindOnFailure(t *testing.T) {
 		entries, err := os.ReadDir(dir)
 		is.NoErr(err)
 		is.Equal(len(entries), 0) // neither the file nor its -wal or -shm
+	})
+
+	t.Run("Opens of one new path at once, some cancelled, lose no job", func(t *testing.T) {
+		for round := range scaled(20) {
+			is := is.New(t)
+			path := filepath.Join(t.TempDir(), "new.db")
+			var wg sync.WaitGroup
+			var stored atomic.Int64
+			for i := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx, cancel := context.WithCancel(t.Context())
+					defer cancel()
+					if i%2 == 1 {
+						// why: a random moment, so that some Opens are
+						// cancelled while another creates the file
+						time.AfterFunc(time.Duration(rand.N(2000))*time.Microsecond, cancel)
+					}
+					q, err := lite.Open(ctx, path, lite.Options{})
+					if err != nil {
+						return
+					}
+					defer q.Close()
+					if _, err := q.Enqueue(t.Context(), lite.NewJob{}); err == nil {
+						stored.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			q := mustOpenPath(t, path, nil)
+			st, err := q.Stats(t.Context())
+			is.NoErr(err)
+			var n int64
+			for _, s := range st {
+				n += s.Counts[lite.StateAvailable]
+			}
+			if n != stored.Load() {
+				t.Fatalf("round %d: %d jobs acknowledged, %d in the file", round, stored.Load(), n)
+			}
+			entries, err := os.ReadDir(filepath.Dir(path))
+			is.NoErr(err)
+			for _, e := range entries {
+				is.True(!strings.Contains(e.Name(), ".new-")) // no temporary file left
+			}
+		}
 	})
 
 	t.Run("a file that was there before is not removed when Open fails", func(t *testing.T) {

@@ -148,8 +148,10 @@ type Queue struct {
 // a SQLite database, whose lite-named tables, views, indexes or triggers are
 // not the ones lite's migrations made, or that a newer lite migrated is
 // refused untouched. path is a file path: ":memory:", "" and "file:" URIs
-// are refused, since the queue's connections must share one file. If Open
-// fails, it removes the file it created, if it created one.
+// are refused, since the queue's connections must share one file. A new
+// file appears at path only once it is a whole lite database: processes
+// opening one new path at once all find the same database, and a failed
+// Open leaves nothing behind.
 func Open(ctx context.Context, path string, opts Options) (*Queue, error) {
 	q, err := open(ctx, path, opts)
 	if err != nil {
@@ -158,25 +160,23 @@ func Open(ctx context.Context, path string, opts Options) (*Queue, error) {
 	return q, nil
 }
 
-func open(ctx context.Context, path string, opts Options) (_ *Queue, err error) {
-	opts, err = opts.withDefaults()
+func open(ctx context.Context, path string, opts Options) (*Queue, error) {
+	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	created, err := createPrivate(path)
-	if err != nil {
+	// Past this point Open writes (a new file, migrations): a cancel must
+	// not cut it off half-way, where an error would not say what was done.
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	defer func() {
-		// A busy file has another connection in it: the file is no longer
-		// only ours to remove.
-		if err != nil && created && !errors.Is(err, ErrBusy) {
-			removeCreated(path)
-		}
-	}()
+	ctx = context.WithoutCancel(ctx)
+	if err := createIfMissing(ctx, path, opts); err != nil {
+		return nil, err
+	}
 	w, err := sql.Open("sqlite", dsn(path, opts, false))
 	if err != nil {
 		return nil, err
@@ -292,31 +292,78 @@ func checkPath(path string) error {
 	return nil
 }
 
-// createPrivate creates an empty file at path with mode 0600 unless
-// something is there already, and reports whether it created it. SQLite
-// would create it with 0644; its -wal and -shm files take the mode of the
-// database.
-func createPrivate(path string) (created bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err == nil {
-		return true, f.Close()
-	}
-	if !errors.Is(err, fs.ErrExist) {
-		return false, err
+// createIfMissing makes a new lite database at path if nothing is there.
+// It builds it whole under a temporary name beside path, then links it into
+// place only if path is still free: another process opening the same new
+// path at once finds nothing or a whole database, never a file that a
+// failed Open removes under it. The file has mode 0600 (SQLite would make
+// it 0644); its -wal and -shm take the mode of the database.
+func createIfMissing(ctx context.Context, path string, opts Options) error {
+	if info, err := os.Lstat(path); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return errors.New("is a symbolic link to nothing") // SQLite would create its target
+		}
 	}
 	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.IsDir():
+		return errors.New("is a directory")
+	case !errors.Is(err, fs.ErrNotExist):
+		return err // nil if a file is there: Open checks what it is
+	}
+	tmp := fmt.Sprintf("%s.new-%s", path, uuid.NewString()[:8])
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return false, err
+		return err
 	}
-	if info.IsDir() {
-		return false, errors.New("is a directory")
+	f.Close()
+	defer removeDatabase(tmp) // after the link, only the temporary name goes
+	if err := initialize(ctx, tmp, opts); err != nil {
+		return err
 	}
-	return false, nil
+	err = os.Link(tmp, path)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrExist):
+		return nil // ours, or another process's that was first: both whole
+	case errors.Is(err, errors.ErrUnsupported), errors.Is(err, fs.ErrPermission):
+		// A file system without hard links (FAT, some network shares):
+		// create in place. A failure from here on leaves an empty file,
+		// which is an empty database that the next Open fills.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	return err
 }
 
-// removeCreated removes a database file Open created and failed to open,
-// with the files SQLite keeps beside it, which are then Open's too.
-func removeCreated(path string) {
+// initialize puts a new file in WAL mode with lite's schema, then closes
+// it: the last connection's close checkpoints the WAL and removes it.
+func initialize(ctx context.Context, path string, opts Options) error {
+	db, err := sql.Open("sqlite", dsn(path, opts, false))
+	if err != nil {
+		return err
+	}
+	db.SetMaxOpenConns(1)
+	q := &Queue{opts: opts, w: db}
+	var mode string
+	err = db.QueryRowContext(ctx, "pragma journal_mode = wal").Scan(&mode)
+	if err == nil && mode != "wal" {
+		err = fmt.Errorf("journal mode: got %q, want wal", mode)
+	}
+	if err == nil {
+		err = q.migrate(ctx)
+	}
+	return errors.Join(err, db.Close())
+}
+
+// removeDatabase removes a database file and the files SQLite keeps
+// beside it.
+func removeDatabase(path string) {
 	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 		os.Remove(path + suffix)
 	}
