@@ -42,5 +42,5 @@ CREATE INDEX lite_jobs_finished on lite_jobs (finished_at)
 CREATE UNIQUE INDEX lite_jobs_unique_key on lite_jobs (queue, unique_key)
     where unique_key is not null and state in ('available', 'running');
 
-CREATE INDEX lite_jobs_running on lite_jobs (heartbeat_at + stale_after_ms)
+CREATE INDEX lite_jobs_running on lite_jobs (heartbeat_at + coalesce(stale_after_ms, 30000))
     where state = 'running';

@@ -376,6 +376,25 @@ func TestReclaimLooksOnlyAtTheHeartbeat(t *testing.T) {
 		is.Equal(got[0].JobID, slow)
 	})
 
+	t.Run("a lease an older lite took, with no stale-after, is held to the default", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := mustOpen(t, clock)
+		ctx := t.Context()
+		id := mustEnqueue(t, q, lite.NewJob{})
+		mustLeaseOne(t, q, lite.DefaultQueue)
+		_, err := q.DB().ExecContext(ctx, `update lite_jobs set stale_after_ms = null where id = ?`, id)
+		is.NoErr(err)
+		clock.Advance(lite.DefaultStaleAfter)
+		got, err := q.ReclaimOrphaned(ctx)
+		is.NoErr(err)
+		is.Equal(len(got), 0) // not yet lapsed
+		clock.Advance(time.Millisecond)
+		got, err = q.ReclaimOrphaned(ctx)
+		is.NoErr(err)
+		is.Equal(len(got), 1) // never stuck running
+	})
+
 	t.Run("a renewal keeps the lease's own stale-after", func(t *testing.T) {
 		is := is.New(t)
 		clock := newFakeClock()

@@ -18,9 +18,10 @@ type Reclaimed struct {
 }
 
 // reclaimSQL looks only at the heartbeat, against the lease owner's own
-// promise (stale_after_ms, stored when it leased): a job that runs long
-// but keeps renewing is never taken, one whose renewals stopped is, and a
-// reclaimer's own settings play no part. The lapsed attempt counts and is
+// promise (stale_after_ms, stored when it leased; a lease taken by a lite
+// from before the column has none and is held to the 30s default): a job
+// that runs long but keeps renewing is never taken, one whose renewals
+// stopped is, and a reclaimer's own settings play no part. The lapsed attempt counts and is
 // recorded with the worker that held it; run_at stays, so the job keeps
 // its place in line.
 const reclaimSQL = `update lite_jobs
@@ -30,9 +31,9 @@ set state = case when attempts >= max_attempts then 'dead' else 'available' end,
     errors = json_insert(errors, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?1,
         'error', 'heartbeat lapsed: no renewal from ' || coalesce(locked_by, 'unknown worker') ||
-                 ' for ' || (?1 - heartbeat_at) || ' ms (its owner promised ' || stale_after_ms || ' ms)')),
+                 ' for ' || (?1 - heartbeat_at) || ' ms (its owner promised ' || coalesce(stale_after_ms, 30000) || ' ms)')),
     lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null
-where state = 'running' and heartbeat_at + stale_after_ms < ?1
+where state = 'running' and heartbeat_at + coalesce(stale_after_ms, 30000) < ?1
 returning id, generation, state`
 
 // ReclaimOrphaned (recoverStale) takes back every running job whose last
