@@ -102,3 +102,26 @@ func TestDemoRefusesAFileItDidNotMake(t *testing.T) {
 		is.Equal(len(listJobs(t, file)), 10) // the second run's jobs only
 	})
 }
+
+func TestADBThatIsNotAFilePathIsRefused(t *testing.T) {
+	for _, db := range []string{":memory:", "file:jobs.db", "file:jobs.db?mode=memory"} {
+		for _, command := range [][]string{{"enqueue", "x"}, {"ls"}} {
+			t.Run(db+" "+command[0], func(t *testing.T) {
+				is := is.New(t)
+				dir := t.TempDir()
+				cmd := exec.CommandContext(t.Context(), liteBin, append([]string{"--db", db}, command...)...)
+				cmd.Dir = dir
+				var out, errOut bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errOut
+				err := cmd.Run()
+				exit, ok := err.(*exec.ExitError)
+				is.True(ok)
+				is.Equal(exit.ExitCode(), 2)
+				is.True(strings.Contains(errOut.String(), "--db takes a file path"))
+				entries, err := os.ReadDir(dir)
+				is.NoErr(err)
+				is.Equal(len(entries), 0) // no file named after it
+			})
+		}
+	}
+}

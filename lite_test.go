@@ -236,6 +236,8 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 		{"work without --", db, "", []string{"work", "./handler.sh"}, 2, "give the command after --"},
 		{"stale-after under three heartbeats", db, "", []string{"work", "--heartbeat", "1s", "--stale-after", "2s", "--", "true"}, 2, "under three heartbeats"},
 		{"purge without a state", db, "", []string{"purge", "--older-than", "1h"}, 2, "--state"},
+		{"an --at of year 1, which looks unset", db, "", []string{"enqueue", "--at", "0001-01-01T00:00:00Z", "x"}, 2, "outside 1970-01-01 to 9999-12-31"},
+		{"a stale-after under a millisecond", db, "", []string{"work", "--heartbeat", "100us", "--stale-after", "300us", "--", "true"}, 2, "millisecond"},
 		{"cancelling a finished job", done, "", []string{"cancel", "1"}, 1, "lite: cancel job 1: invalid job state: it is done, not available or running\n"},
 		{"a payload over the cap", db, strings.Repeat("x", 1<<20+1), []string{"enqueue", "-"}, 1, "too large"},
 		{"an unreadable db path", filepath.Join(dir, "no", "such", "dir.db"), "", []string{"enqueue", "x"}, 1, "no such file or directory"},

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -100,6 +101,11 @@ var createsFile = map[string]bool{"enqueue": true, "work": true}
 func checkDB(path string, mayCreate bool) error {
 	if path == "" {
 		return usagef("--db (or LITE_DB) is empty; give the queue's file")
+	}
+	// The path arrives made absolute: ":memory:" and "file:" URIs, which
+	// SQLite would read as such, show in its last element.
+	if base := filepath.Base(path); base == ":memory:" || strings.HasPrefix(base, "file:") {
+		return usagef("--db takes a file path, not %s: the queue's processes share one file", base)
 	}
 	info, err := os.Stat(path)
 	switch {

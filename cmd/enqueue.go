@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 )
 
@@ -42,6 +44,17 @@ type jsonLine struct {
 
 // Run enqueues and prints the new job's id (--json: the job), or with
 // --file a count (--json: {"enqueued": N, "duplicates": M}).
+// Validate refuses an --at of the zero time, which would pass for no --at
+// at all and run the job now; the library refuses every other time before
+// 1970.
+func (c *EnqueueCmd) Validate(kctx *kong.Context) error {
+	given := slices.ContainsFunc(kctx.Args, func(a string) bool { return a == "--at" || strings.HasPrefix(a, "--at=") })
+	if given && c.At.IsZero() {
+		return fmt.Errorf("--at %s is outside 1970-01-01 to 9999-12-31", c.At.Format(time.RFC3339))
+	}
+	return nil
+}
+
 func (c *EnqueueCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	if c.File != "" {
 		if c.Payload != "" {
@@ -55,6 +68,7 @@ func (c *EnqueueCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue
 	if c.Delay > 0 && !c.At.IsZero() {
 		return usagef("enqueue: give --delay or --at, not both")
 	}
+
 	payload := []byte(c.Payload)
 	if c.Payload == "-" {
 		var err error

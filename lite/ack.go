@@ -141,7 +141,9 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 // that fn's writes to the same file commit if and only if the lease is
 // still current. The guard runs first: with a lost lease fn is not called,
 // and Complete returns ErrLeaseLost. If fn fails, nothing commits and the
-// job stays running under the lease.
+// job stays running under the lease. fn must write through tx and leave
+// it open: a queue call that writes, made inside fn, waits for the writer
+// this transaction holds, forever.
 func (q *Queue) Complete(ctx context.Context, l Lease, fn func(tx *sql.Tx) error) error {
 	return q.complete(ctx, l, nil, fn)
 }

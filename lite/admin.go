@@ -58,6 +58,9 @@ returning generation`
 // ErrInvalidState.
 func (q *Queue) Cancel(ctx context.Context, id int64) error {
 	var gen int64
+	if insideAckWrites(ctx) {
+		return fmt.Errorf("cancel job %d: %w", id, errWriteInsideAck)
+	}
 	err := q.writer().QueryRowContext(ctx, cancelSQL, q.nowMillis(), id).Scan(&gen)
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateAvailable, StateRunning))
@@ -77,6 +80,9 @@ returning id`
 // state gives ErrInvalidState; a job whose unique key another unfinished
 // job holds now gives ErrDuplicate, naming that job, and stays as it is.
 func (q *Queue) Retry(ctx context.Context, id int64) error {
+	if insideAckWrites(ctx) {
+		return fmt.Errorf("retry job %d: %w", id, errWriteInsideAck)
+	}
 	err := q.writer().QueryRowContext(ctx, retrySQL, q.nowMillis(), id).Scan(&id)
 	if isUniqueViolation(err) {
 		err = q.keyHolder(ctx, id)

@@ -157,6 +157,9 @@ func (q *Queue) Enqueue(ctx context.Context, j NewJob) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", r.queue, err)
 	}
+	if insideAckWrites(ctx) {
+		return 0, fmt.Errorf("enqueue %s: %w", r.queue, errWriteInsideAck)
+	}
 	id, err := q.insert(ctx, q.writer(), r)
 	if err != nil {
 		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -481,6 +482,15 @@ func TestCompleteIsFenced(t *testing.T) {
 		q, id, a := setup(t)
 		is.NoErr(q.Complete(t.Context(), a.Lease(), addNote(id)))
 		is.Equal(countNotes(t, q), 1)
+		is.Equal(mustGet(t, q, id).State, lite.StateDone)
+	})
+
+	t.Run("complete whose fn ends the transaction itself says the outcome is unknown", func(t *testing.T) {
+		is := is.New(t)
+		q, id, a := setup(t)
+		err := q.Complete(t.Context(), a.Lease(), func(tx *sql.Tx) error { return tx.Commit() })
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "is unknown")) // not "failed": it did commit
 		is.Equal(mustGet(t, q, id).State, lite.StateDone)
 	})
 

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,26 +37,42 @@ type outcomeKey struct{}
 // success is what a handler asks its done-ack to write. A handler may
 // call SetResult and CommitWithAck from any goroutine while it runs.
 type success struct {
-	mu     sync.Mutex
-	result []byte
-	writes []func(tx *sql.Tx) error
+	mu      sync.Mutex
+	result  []byte
+	writes  []func(tx *sql.Tx) error
+	writing atomic.Bool // its writes are running, in the ack's transaction
 }
 
 // doneAck is a success as the handler left it when it returned.
 type doneAck struct {
-	result []byte
-	writes []func(tx *sql.Tx) error
+	result  []byte
+	writes  []func(tx *sql.Tx) error
+	writing *atomic.Bool
 }
 
 func (s *success) snapshot() doneAck {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return doneAck{result: s.result, writes: slices.Clone(s.writes)}
+	return doneAck{result: s.result, writes: slices.Clone(s.writes), writing: &s.writing}
+}
+
+// errWriteInsideAck refuses a queue call that writes, made inside a
+// handler's CommitWithAck writes: it would wait for the queue's writer,
+// which the ack's transaction holds until the writes return.
+var errWriteInsideAck = errors.New("a queue call that writes, inside CommitWithAck's writes, would wait forever for the writer the ack's transaction holds: write through the *sql.Tx given (EnqueueTx for a job)")
+
+// insideAckWrites reports whether ctx is a handler's whose CommitWithAck
+// writes are running now.
+func insideAckWrites(ctx context.Context) bool {
+	s, ok := ctx.Value(outcomeKey{}).(*success)
+	return ok && s.writing.Load()
 }
 
 // runWrites runs a handler's CommitWithAck writes in order, in the ack's
 // transaction.
 func (d doneAck) runWrites(tx *sql.Tx) error {
+	d.writing.Store(true)
+	defer d.writing.Store(false)
 	for _, write := range d.writes {
 		if err := write(tx); err != nil {
 			return err
@@ -85,7 +102,9 @@ func SetResult(ctx context.Context, result []byte) {
 // writes must write through the *sql.Tx it is given. The transaction holds
 // the file's write lock, so a write through Queue.DB() or another
 // connection inside writes waits for it until the busy timeout; the
-// attempt then fails with an error that says so.
+// attempt then fails with an error that says so. A queue call that writes
+// (Enqueue rather than EnqueueTx) made with the handler's context fails
+// at once; with another context it would wait forever.
 func CommitWithAck(ctx context.Context, writes func(tx *sql.Tx) error) {
 	if s, ok := ctx.Value(outcomeKey{}).(*success); ok {
 		s.mu.Lock()

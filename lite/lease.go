@@ -95,7 +95,7 @@ var leaseSQLs = [3][2]string{
 func (q *Queue) Lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 	jobs, err := q.lease(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("lease %s: %w", strings.Join(req.Queues, ","), classify(err))
+		return nil, fmt.Errorf("lease %s: %w", queueNames(req.Queues), classify(err))
 	}
 	return jobs, nil
 }
@@ -161,6 +161,14 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return jobs, nil
+}
+
+// queueNames names a lease's queues for its errors.
+func queueNames(queues []string) string {
+	if len(queues) == 0 {
+		return "every queue"
+	}
+	return strings.Join(queues, ",")
 }
 
 func b2i(b bool) int {

@@ -403,7 +403,9 @@ func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
 	if err := fn(txConn{tx: tx, stmts: &q.stmts}); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := tx.Commit(); errors.Is(err, sql.ErrTxDone) {
+		return fmt.Errorf("commit: the transaction was committed or rolled back inside it, so whether its writes landed is unknown: %w", err)
+	} else if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package lite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -34,6 +35,7 @@ set state = case when attempts >= max_attempts then 'dead' else 'available' end,
                  ' for ' || (?1 - heartbeat_at) || ' ms (its owner promised ' || coalesce(stale_after_ms, 30000) || ' ms)')),
     lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null
 where state = 'running' and heartbeat_at + coalesce(stale_after_ms, 30000) < ?1
+  and (id, generation) not in (select value ->> 0, value ->> 1 from json_each(?2))
 returning id, generation, state`
 
 // ReclaimOrphaned (recoverStale) takes back every running job whose last
@@ -41,7 +43,19 @@ returning id, generation, state`
 // available, or to dead when its attempts are spent, under a new
 // generation, so the lapsed worker's ack is a no-op.
 func (q *Queue) ReclaimOrphaned(ctx context.Context) ([]Reclaimed, error) {
-	rows, err := q.writer().QueryContext(ctx, reclaimSQL, q.nowMillis())
+	return q.reclaim(ctx, nil)
+}
+
+// reclaim is ReclaimOrphaned, sparing the leases held: a worker's own
+// leases, which it knows to be alive whatever their heartbeat says (a
+// renewal that waits behind other processes' writes is late, not lost).
+func (q *Queue) reclaim(ctx context.Context, held []Lease) ([]Reclaimed, error) {
+	pairs := make([][2]int64, len(held))
+	for i, l := range held {
+		pairs[i] = [2]int64{l.JobID, l.Generation}
+	}
+	list, _ := json.Marshal(pairs) // int pairs always marshal
+	rows, err := q.writer().QueryContext(ctx, reclaimSQL, q.nowMillis(), string(list))
 	if err != nil {
 		return nil, fmt.Errorf("reclaim: %w", classify(err))
 	}

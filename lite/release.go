@@ -38,6 +38,9 @@ returning generation`
 // running gives ErrInvalidState.
 func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
 	var gen int64
+	if insideAckWrites(ctx) {
+		return 0, fmt.Errorf("release job %d: %w", id, errWriteInsideAck)
+	}
 	err := q.writer().QueryRowContext(ctx, releaseUnownedSQL, id).Scan(&gen)
 	if err != nil {
 		return 0, fmt.Errorf("release job %d: %w", id, q.explain(ctx, id, err, StateRunning))

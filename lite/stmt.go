@@ -75,6 +75,9 @@ func uncancelled(ctx context.Context) (context.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if insideAckWrites(ctx) {
+		return nil, errWriteInsideAck
+	}
 	return context.WithoutCancel(ctx), nil
 }
 
@@ -104,9 +107,13 @@ func (w writer) QueryContext(ctx context.Context, query string, args ...any) (*s
 
 func (w writer) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if _, err := uncancelled(ctx); err != nil {
-		// *sql.Row has no constructor for an error: the pool reports the
-		// ended context through Scan without running anything.
-		return w.stmts.db.QueryRowContext(ctx, query, args...)
+		// *sql.Row has no constructor for an error: an ended context makes
+		// the pool report one through Scan without running anything. The
+		// methods that call this refuse a call inside ack writes first,
+		// with an error that says why; this only keeps it from hanging.
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		return w.stmts.db.QueryRowContext(ended, query, args...)
 	}
 	ctx = context.WithoutCancel(ctx)
 	s, err := w.stmts.prepare(ctx, query)

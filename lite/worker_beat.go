@@ -10,20 +10,11 @@ import (
 // cause. Run calls it every HeartbeatInterval; call it yourself only to
 // drive a worker by hand, as tests do.
 func (w *Worker) Heartbeat(ctx context.Context) error {
-	w.mu.Lock()
-	runs := make([]*run, 0, len(w.active))
-	for _, r := range w.active {
-		runs = append(runs, r)
-	}
-	w.mu.Unlock()
+	runs := w.activeRuns()
 	if len(runs) == 0 {
 		return nil
 	}
-	leases := make([]Lease, len(runs))
-	for i, r := range runs {
-		leases[i] = r.job.Lease()
-	}
-	results, err := w.q.Renew(ctx, leases)
+	results, err := w.q.Renew(ctx, leasesOf(runs))
 	if err != nil {
 		return err
 	}
@@ -39,11 +30,13 @@ func (w *Worker) Heartbeat(ctx context.Context) error {
 	return nil
 }
 
-// Reclaim is recoverStale: it takes back every job, of any worker, whose
+// Reclaim is recoverStale: it takes back every job of other workers whose
 // heartbeat lapsed past its own owner's StaleAfter. Run calls it every
-// ReclaimInterval.
+// ReclaimInterval. It never takes a lease this worker holds: the worker
+// is alive, so are its leases, and a renewal that waited behind other
+// processes' writes is late, not lost.
 func (w *Worker) Reclaim(ctx context.Context) error {
-	reclaimed, err := w.q.ReclaimOrphaned(ctx)
+	reclaimed, err := w.q.reclaim(ctx, w.heldLeases())
 	if err != nil {
 		return err
 	}
@@ -53,6 +46,26 @@ func (w *Worker) Reclaim(ctx context.Context) error {
 		w.emit(Event{Kind: EventReclaimed, JobID: r.JobID, Generation: r.Generation})
 	}
 	return nil
+}
+
+func (w *Worker) activeRuns() []*run {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	runs := make([]*run, 0, len(w.active))
+	for _, r := range w.active {
+		runs = append(runs, r)
+	}
+	return runs
+}
+
+func (w *Worker) heldLeases() []Lease { return leasesOf(w.activeRuns()) }
+
+func leasesOf(runs []*run) []Lease {
+	leases := make([]Lease, len(runs))
+	for i, r := range runs {
+		leases[i] = r.job.Lease()
+	}
+	return leases
 }
 
 func (w *Worker) heartbeatLogged(ctx context.Context) {

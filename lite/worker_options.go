@@ -78,6 +78,10 @@ func (o WorkerOptions) withDefaults(q *Queue) (WorkerOptions, error) {
 	if o.StaleAfter == 0 {
 		o.StaleAfter = 6 * o.HeartbeatInterval
 	}
+	if o.StaleAfter < time.Millisecond {
+		// Leases store it in whole milliseconds: less would be none.
+		return o, fmt.Errorf("worker options: StaleAfter %s is under a millisecond", o.StaleAfter)
+	}
 	if o.StaleAfter < 3*o.HeartbeatInterval {
 		return o, fmt.Errorf("worker options: StaleAfter %s is under three heartbeats of %s",
 			o.StaleAfter, o.HeartbeatInterval)

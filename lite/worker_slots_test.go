@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,4 +184,33 @@ func TestRunDoesNotKeepTheSlotsOfAHandlerThatIgnoresShutdown(t *testing.T) {
 	lost := ev.await(t, lite.EventLeaseLost)
 	is.Equal(lost.JobID, stuck)
 	is.Equal(mustGet(t, q, stuck).State, lite.StateCancelled) // its late outcome wrote nothing
+}
+
+func TestAWorkerNeverReclaimsALeaseItHolds(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock()
+	q, _ := mustOpen(t, clock)
+	ctx := t.Context()
+	id := mustEnqueue(t, q, lite.NewJob{})
+	release := make(chan struct{})
+	a, ev, _ := testWorker(t, q, lite.WorkerOptions{})
+	a.Handle(lite.AnyKind, func(context.Context, *lite.Job) error {
+		<-release
+		return nil
+	})
+	runWorker(t, a)
+	var once sync.Once
+	finish := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(finish) // before the worker stops, also when an assertion fails
+	ev.await(t, lite.EventStarted)
+
+	clock.Advance(3*time.Hour + time.Millisecond) // its renewal is late: past its own stale-after
+	is.NoErr(a.Reclaim(ctx))
+	is.Equal(mustGet(t, q, id).Generation, int64(1)) // its own worker knows it is alive
+
+	b, _, _ := testWorker(t, q, lite.WorkerOptions{})
+	is.NoErr(b.Reclaim(ctx))
+	is.Equal(mustGet(t, q, id).Generation, int64(2)) // any other reclaimer takes it
+	finish()
+	ev.await(t, lite.EventLeaseLost)
 }

@@ -609,6 +609,8 @@ func TestWorkerOptionsAreChecked(t *testing.T) {
 	is.Equal(err.Error(), "worker options: StaleAfter 2s is under three heartbeats of 1s")
 	_, err = lite.NewWorker(q, lite.WorkerOptions{Concurrency: -1})
 	is.True(err != nil)
+	_, err = lite.NewWorker(q, lite.WorkerOptions{HeartbeatInterval: 100 * time.Microsecond, StaleAfter: 300 * time.Microsecond})
+	is.Equal(err.Error(), "worker options: StaleAfter 300µs is under a millisecond")
 	_, err = lite.NewWorker(q, lite.WorkerOptions{KindTimeouts: map[string]time.Duration{"mail": -time.Second}})
 	is.Equal(err.Error(), `worker options: negative timeout -1s for kind "mail"`)
 
@@ -772,6 +774,24 @@ func TestCommitWithAckCalledTwice(t *testing.T) {
 		j := mustGet(t, q, id)
 		is.Equal(j.State, lite.StateAvailable)
 		is.True(strings.Contains(j.Errors[0].Error, "ledger closed"))
+	})
+
+	t.Run("an Enqueue inside the writes fails at once and says why", func(t *testing.T) {
+		is := is.New(t)
+		q, id := setup(t, lite.Options{})
+		w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+		w.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
+			lite.CommitWithAck(ctx, func(*sql.Tx) error {
+				_, err := q.Enqueue(ctx, lite.NewJob{Kind: "follow-up"})
+				return err
+			})
+			return nil
+		})
+		rep, err := w.RunOnce(t.Context())
+		is.NoErr(err)
+		is.Equal(rep, lite.Report{Leased: 1, Failed: 1})
+		is.Equal(countJobs(t, q), 1) // no follow-up job
+		is.True(strings.Contains(mustGet(t, q, id).Errors[0].Error, "EnqueueTx"))
 	})
 
 	t.Run("a write through Queue.DB fails the attempt and says why", func(t *testing.T) {
