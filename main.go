@@ -37,12 +37,13 @@ func main() {
 	}
 }
 
-// stopOnSignals returns a context that the first SIGINT or SIGTERM ends: a
-// graceful stop. It carries, for lite work, a second context that the next
+// stopOnSignals returns a context that the first SIGINT, SIGTERM or SIGHUP
+// ends: a graceful stop. SIGHUP (a closed terminal or ssh session) would
+// otherwise kill lite work with its jobs still leased. It carries, for lite work, a second context that the next
 // signal ends: stop at once.
 func stopOnSignals(parent context.Context) (ctx context.Context, stop func()) {
 	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	now, stopNow := context.WithCancel(parent)
 	graceful, stopGraceful := context.WithCancel(now)
 	done := make(chan struct{})

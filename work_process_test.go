@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -346,6 +347,8 @@ func TestWorkRefusesFlagsItWouldIgnore(t *testing.T) {
 		{[]string{"--timeout=-1s"}, "--timeout must not be negative"},
 		{[]string{"--poll=-1s"}, "--poll must be more than 0s"},
 		{[]string{"--poll", "0s"}, "--poll must be more than 0s"},
+		{[]string{"--heartbeat", "100us", "--stale-after", "300us"}, "--stale-after must be at least 1ms"},
+		{[]string{"--heartbeat", "1h", "--stale-after", "2h"}, "under three --heartbeat"},
 	}
 	db := filepath.Join(t.TempDir(), "q.db")
 	mustLite(t, db, "", "enqueue", "x")
@@ -358,6 +361,25 @@ func TestWorkRefusesFlagsItWouldIgnore(t *testing.T) {
 			is.True(strings.Contains(r.stderr, c.want))
 			is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
 			is.Equal(listJobs(t, db), before)          // nothing ran
+			fresh := filepath.Join(t.TempDir(), "new.db")
+			r = runLite(t, fresh, "", append(append([]string{"work"}, c.flag...), "--", "true")...)
+			is.Equal(r.code, 2)
+			_, err := os.Stat(fresh)
+			is.True(errors.Is(err, fs.ErrNotExist)) // refused before any file is made
 		})
 	}
+}
+
+func TestWorkStopsGracefullyOnSIGHUP(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "q.db")
+	mustLite(t, db, "", "enqueue", "x")
+	w := startWatched(t, db, "--grace", "200ms", "--", "sleep", "100")
+	eventually(t, "the job runs", func() bool { return showJob(t, db, 1).State == "running" })
+	is.NoErr(w.cmd.Process.Signal(syscall.SIGHUP)) // the terminal or ssh session closed
+	is.Equal(w.wait(t), 0)
+	j := showJob(t, db, 1)
+	is.Equal(j.State, "available") // given back, not left leased
+	is.Equal(j.Attempts, 0)
 }

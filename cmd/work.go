@@ -78,6 +78,10 @@ func (c *WorkCmd) Validate(kctx *kong.Context) error {
 		return fmt.Errorf("--poll must be more than 0s, not %s", c.Poll)
 	case c.Timeout < 0:
 		return fmt.Errorf("--timeout must not be negative, not %s (0 means no limit)", c.Timeout)
+	case c.StaleAfter < time.Millisecond:
+		return fmt.Errorf("--stale-after must be at least 1ms, not %s: leases store it in milliseconds", c.StaleAfter)
+	case c.StaleAfter < 3*c.Heartbeat:
+		return fmt.Errorf("--stale-after %s is under three --heartbeat of %s: one slow renewal would cost a lease", c.StaleAfter, c.Heartbeat)
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		// exec's message names the command twice; say it once.
@@ -131,7 +135,7 @@ func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 	}
 	select {
 	case <-now:
-		return errors.New("work: stopped at once on a second signal: running commands were killed and their jobs given back")
+		return errors.New("work: stopped at once on a second signal: running commands were killed; a job whose give-back failed (see the log) is reclaimed once its stale-after lapses")
 	default:
 		return nil
 	}

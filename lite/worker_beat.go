@@ -20,8 +20,8 @@ func (w *Worker) Heartbeat(ctx context.Context) error {
 	}
 	for i, lost := range results {
 		r := runs[i]
-		if lost == nil || r.settling.Load() {
-			continue
+		if lost == nil || r.settling.Load() || !r.lostSeen.CompareAndSwap(false, true) {
+			continue // renewed, ending by itself, or already told
 		}
 		w.opts.Logger.Warn("lite: lease lost; stopping its handler",
 			"job_id", r.job.ID, "kind", r.job.Kind, "lease_generation", r.job.Generation)
@@ -69,13 +69,13 @@ func leasesOf(runs []*run) []Lease {
 }
 
 func (w *Worker) heartbeatLogged(ctx context.Context) {
-	if err := w.Heartbeat(ctx); err != nil {
+	if err := w.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 		w.opts.Logger.Warn("lite: heartbeat failed; retrying next interval", "err", err)
 	}
 }
 
 func (w *Worker) reclaimLogged(ctx context.Context) {
-	if err := w.Reclaim(ctx); err != nil {
+	if err := w.Reclaim(ctx); err != nil && ctx.Err() == nil { // a stop is no failure
 		w.opts.Logger.Warn("lite: reclaim failed; retrying next interval", "err", err)
 	}
 }

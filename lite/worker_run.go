@@ -22,6 +22,7 @@ type run struct {
 	// whichever sets it owns the run's last write, and a heartbeat that
 	// finds the lease gone after that knows the worker itself ended it.
 	settling atomic.Bool
+	lostSeen atomic.Bool // a heartbeat found the lease lost and stopped the handler
 	outcome  EventKind
 }
 
