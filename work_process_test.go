@@ -348,7 +348,7 @@ func TestWorkRefusesFlagsItWouldIgnore(t *testing.T) {
 		{[]string{"--poll=-1s"}, "--poll must be more than 0s"},
 		{[]string{"--poll", "0s"}, "--poll must be more than 0s"},
 		{[]string{"--heartbeat", "100us", "--stale-after", "300us"}, "--stale-after must be at least 1ms"},
-		{[]string{"--heartbeat", "1h", "--stale-after", "2h"}, "under three --heartbeat"},
+		{[]string{"--heartbeat", "1h", "--stale-after", "2h"}, "under three heartbeats of --heartbeat"},
 	}
 	db := filepath.Join(t.TempDir(), "q.db")
 	mustLite(t, db, "", "enqueue", "x")

@@ -81,7 +81,7 @@ func (c *WorkCmd) Validate(kctx *kong.Context) error {
 	case c.StaleAfter < time.Millisecond:
 		return fmt.Errorf("--stale-after must be at least 1ms, not %s: leases store it in milliseconds", c.StaleAfter)
 	case c.StaleAfter < 3*c.Heartbeat:
-		return fmt.Errorf("--stale-after %s is under three --heartbeat of %s: one slow renewal would cost a lease", c.StaleAfter, c.Heartbeat)
+		return fmt.Errorf("--stale-after %s is under three heartbeats of --heartbeat %s: one slow renewal would cost a lease", c.StaleAfter, c.Heartbeat)
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		// exec's message names the command twice; say it once.
