@@ -3,7 +3,6 @@ package lite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -137,27 +136,4 @@ func call(ctx context.Context, h Handler, job *Job) (err error) {
 		}
 	}()
 	return h(ctx, job)
-}
-
-// HandleJSON registers a handler for kind whose payload is the JSON of T.
-// A payload that does not decode is a permanent failure: no retry can fix
-// it.
-func HandleJSON[T any](w *Worker, kind string, h func(ctx context.Context, job *Job, args T) error) {
-	w.Handle(kind, func(ctx context.Context, job *Job) error {
-		var args T
-		if err := json.Unmarshal(job.Payload, &args); err != nil {
-			return Permanent(fmt.Errorf("decode %s payload: %w", kind, err))
-		}
-		return h(ctx, job, args)
-	})
-}
-
-// EnqueueJSON enqueues a job whose payload is the JSON of args.
-func EnqueueJSON[T any](ctx context.Context, q *Queue, j NewJob, args T) (int64, error) {
-	payload, err := json.Marshal(args)
-	if err != nil {
-		return 0, fmt.Errorf("enqueue %s: encode payload: %w", j.Queue, err)
-	}
-	j.Payload = payload
-	return q.Enqueue(ctx, j)
 }

@@ -565,29 +565,6 @@ func TestMoreWorkersThanReadersDoNotStall(t *testing.T) {
 	is.Equal(done.Load(), int32(jobs))
 }
 
-func TestTypedHandlers(t *testing.T) {
-	type welcome struct {
-		To string `json:"to"`
-	}
-	is := is.New(t)
-	q, _ := mustOpen(t, newFakeClock())
-	ctx := t.Context()
-	good, err := lite.EnqueueJSON(ctx, q, lite.NewJob{Kind: "welcome"}, welcome{To: "ada@example.com"})
-	is.NoErr(err)
-	bad := mustEnqueue(t, q, lite.NewJob{Kind: "welcome", Payload: []byte("{not json")})
-
-	w, _, _ := testWorker(t, q, lite.WorkerOptions{})
-	lite.HandleJSON(w, "welcome", func(ctx context.Context, _ *lite.Job, args welcome) error {
-		lite.SetResult(ctx, []byte("sent to "+args.To))
-		return nil
-	})
-	rep, err := w.RunOnce(ctx)
-	is.NoErr(err)
-	is.Equal(rep, lite.Report{Leased: 2, Done: 1, Failed: 1})
-	is.Equal(string(mustGet(t, q, good).Result), "sent to ada@example.com")
-	is.Equal(mustGet(t, q, bad).State, lite.StateDead) // no retry can fix a bad payload
-}
-
 func TestWorkerLeasesOnlyKindsItHandles(t *testing.T) {
 	is := is.New(t)
 	q, _ := mustOpen(t, newFakeClock())

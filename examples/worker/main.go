@@ -13,9 +13,13 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
+// greeting is the typed input of a "greet" job: the type names the kind
+// once, for enqueue and handler alike.
 type greeting struct {
 	Name string `json:"name"`
 }
+
+func (greeting) Kind() string { return "greet" }
 
 func main() {
 	if err := run(context.Background(), "worker.db", os.Stdout); err != nil {
@@ -33,7 +37,7 @@ func run(ctx context.Context, path string, out io.Writer) error {
 
 	names := []string{"ada", "grace", "edsger"}
 	for _, name := range names {
-		if _, err := lite.EnqueueJSON(ctx, q, lite.NewJob{Kind: "greet"}, greeting{Name: name}); err != nil {
+		if _, err := lite.EnqueueArgs(ctx, q, greeting{Name: name}); err != nil {
 			return err
 		}
 	}
@@ -62,7 +66,7 @@ func run(ctx context.Context, path string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lite.HandleJSON(w, "greet", func(ctx context.Context, job *lite.Job, g greeting) error {
+	lite.HandleArgs(w, func(ctx context.Context, job *lite.Job, g greeting) error {
 		lite.SetResult(ctx, []byte("hello, "+strings.ToUpper(g.Name)))
 		return nil
 	})
