@@ -44,3 +44,13 @@ CREATE UNIQUE INDEX lite_jobs_unique_key on lite_jobs (queue, unique_key)
 
 CREATE INDEX lite_jobs_running on lite_jobs (heartbeat_at + coalesce(stale_after_ms, 30000))
     where state = 'running';
+
+CREATE TABLE lite_workers (
+    id             text    primary key,
+    identity       text    not null,
+    queues         text    not null,
+    kinds          text    not null,
+    started_at     integer not null,
+    seen_at        integer not null,
+    stale_after_ms integer not null
+) strict;

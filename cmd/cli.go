@@ -43,6 +43,7 @@ type CLI struct {
 	Ls      LsCmd      `cmd:"" help:"List jobs."`
 	Show    ShowCmd    `cmd:"" help:"Show every field of one job."`
 	Stats   StatsCmd   `cmd:"" help:"Count jobs per queue and state."`
+	Workers WorkersCmd `cmd:"" help:"List running workers, and ready jobs that none of them takes."`
 	Release ReleaseCmd `cmd:"" help:"Make a running job available again now, voiding its lease."`
 	Reclaim ReclaimCmd `cmd:"" help:"Take back running jobs whose heartbeat lapsed."`
 	Retry   RetryCmd   `cmd:"" help:"Make a dead or cancelled job available again."`

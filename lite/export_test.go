@@ -1,6 +1,10 @@
 package lite
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+	"time"
+)
 
 // SetIdleHook lets tests know when a worker's loop has gone to sleep.
 func SetIdleHook(w *Worker, hook func()) { w.idleHook = hook }
@@ -12,3 +16,13 @@ func PollOnly(w *Worker) { w.noWAL = true }
 // WriterDB is the queue's own writer connection, for tests that set a
 // pragma on it (pragmas belong to one connection).
 func WriterDB(q *Queue) *sql.DB { return q.w }
+
+// Announce writes a worker's row as a running worker would, without one.
+func Announce(ctx context.Context, q *Queue, identity string, queues, kinds []string, staleAfter time.Duration) error {
+	return q.newAnnouncement(identity, queues, kinds, staleAfter).announce(ctx)
+}
+
+// WarnUnhandled runs one of a running worker's checks for unhandled jobs.
+func WarnUnhandled(ctx context.Context, w *Worker, warned map[[2]string]time.Time) {
+	w.warnUnhandled(ctx, warned)
+}

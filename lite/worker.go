@@ -188,6 +188,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopBeats := w.every(background, w.opts.HeartbeatInterval, w.heartbeatLogged)
 	stopReclaims := w.every(background, w.opts.ReclaimInterval, w.reclaimLogged)
 	stopAcks := w.startAcks()
+	stopAnnouncing := w.startAnnouncing(background)
 
 	// Other processes' commits: reported by the WAL watch where there is
 	// one (the poll is then a slow safety net), else found by the poll.
@@ -203,6 +204,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.loop(ctx, handlerCtx, watcher, walWrites, poll)
 	stopReclaims()
 	w.shutdown(stopHandlers)
+	stopAnnouncing()
 	stopAcks()
 	stopBeats()
 	return nil

@@ -1,0 +1,15 @@
+-- Running workers announce what they take, so that a job no live worker
+-- would lease (a kind with a typo, a queue nobody serves) is shown and
+-- warned about instead of waiting in silence. A row is live while its
+-- owner keeps renewing seen_at within its stale_after_ms; a killed
+-- worker's row goes stale, is ignored, and is deleted when a worker starts.
+-- Diagnostics only: no lease, ack or reclaim reads this table.
+create table lite_workers (
+    id             text    primary key,
+    identity       text    not null,
+    queues         text    not null,
+    kinds          text    not null,
+    started_at     integer not null,
+    seen_at        integer not null,
+    stale_after_ms integer not null
+) strict;

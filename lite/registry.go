@@ -1,0 +1,206 @@
+package lite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// WorkerInfo is a running worker as it announced itself in the file: any
+// process sharing the file can see it. Diagnostics only; no guard reads it.
+type WorkerInfo struct {
+	Identity string `json:"identity"`
+	// Queues the worker leases from; empty means every queue.
+	Queues []string `json:"queues"`
+	// Kinds the worker has handlers for; empty means every kind.
+	Kinds     []string  `json:"kinds"`
+	StartedAt time.Time `json:"started_at"`
+	SeenAt    time.Time `json:"seen_at"`
+}
+
+// Unhandled is a group of ready jobs, one queue and one kind, that no
+// running worker takes: no live worker serves the queue with a handler for
+// the kind (or for every kind). A kind misspelled at enqueue, or a queue
+// nobody works, shows up here rather than waiting in silence.
+type Unhandled struct {
+	Queue string `json:"queue"`
+	Kind  string `json:"kind"`
+	Count int64  `json:"count"`
+	// OldestReady is how long the oldest of them has been due.
+	OldestReady time.Duration `json:"-"`
+}
+
+// MarshalJSON gives OldestReady in milliseconds, as lite's other JSON does.
+func (u Unhandled) MarshalJSON() ([]byte, error) {
+	type plain Unhandled
+	return json.Marshal(struct {
+		plain
+		OldestReadyMS int64 `json:"oldest_ready_ms"`
+	}{plain(u), u.OldestReady.Milliseconds()})
+}
+
+// A worker's row is live while seen_at + stale_after_ms has not passed,
+// the same promise its leases make.
+const liveWorker = `seen_at + stale_after_ms >= ?1`
+
+// A starting worker drops the rows of workers that stopped renewing
+// theirs (killed, or their machine lost power): each start cleans up after
+// the runs before it, so the table stays small.
+const (
+	announceSQL = `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms)
+values (?2, ?3, ?4, ?5, ?1, ?1, ?6)`
+	dropStaleWorkersSQL = `delete from lite_workers where not (` + liveWorker + `)`
+	seenSQL             = `update lite_workers set seen_at = ?1 where id = ?2`
+	retireSQL           = `delete from lite_workers where id = ?1`
+)
+
+// announcement is one worker run's row in lite_workers.
+type announcement struct {
+	q                      *Queue
+	id, identity           string
+	queues, kinds          string // JSON arrays; [] means every one
+	staleAfterMilliseconds int64
+}
+
+// newAnnouncement describes a worker run that takes what queues and kinds
+// say (nil: every one); announce writes it.
+func (q *Queue) newAnnouncement(identity string, queues, kinds []string, staleAfter time.Duration) *announcement {
+	return &announcement{q: q, id: uuid.NewString(), identity: identity,
+		queues: jsonArray(queues), kinds: jsonArray(kinds), staleAfterMilliseconds: staleAfter.Milliseconds()}
+}
+
+func (a *announcement) insert(ctx context.Context, now int64) error {
+	_, err := a.q.writer().ExecContext(ctx, announceSQL, now, a.id, a.identity, a.queues, a.kinds, a.staleAfterMilliseconds)
+	return err
+}
+
+// announce records the worker as running, after dropping the rows of
+// workers that stopped renewing theirs.
+func (a *announcement) announce(ctx context.Context) error {
+	now := a.q.nowMillis()
+	_, err := a.q.writer().ExecContext(ctx, dropStaleWorkersSQL, now)
+	if err == nil {
+		err = a.insert(ctx, now)
+	}
+	if err != nil {
+		return fmt.Errorf("announce worker: %w", classify(err))
+	}
+	return nil
+}
+
+// seen renews the row. A row that is missing (its first write failed, or
+// another worker's start deleted it as stale while this one was frozen)
+// is written again.
+func (a *announcement) seen(ctx context.Context) error {
+	now := a.q.nowMillis()
+	res, err := a.q.writer().ExecContext(ctx, seenSQL, now, a.id)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n == 0 {
+			err = a.insert(ctx, now)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("renew worker announcement: %w", classify(err))
+	}
+	return nil
+}
+
+// retire removes the row of a worker that stopped cleanly.
+func (a *announcement) retire(ctx context.Context) error {
+	if _, err := a.q.writer().ExecContext(ctx, retireSQL, a.id); err != nil {
+		return fmt.Errorf("retire worker announcement: %w", classify(err))
+	}
+	return nil
+}
+
+// jsonArray is list as a JSON array, [] for none.
+func jsonArray(list []string) string {
+	if list == nil {
+		list = []string{}
+	}
+	return jsonList(list)
+}
+
+// Workers lists the running workers of every process on the file, in the
+// order they started.
+func (q *Queue) Workers(ctx context.Context) ([]WorkerInfo, error) {
+	rows, err := q.r.QueryContext(ctx, `select identity, queues, kinds, started_at, seen_at
+from lite_workers where `+liveWorker+` order by started_at, identity, id`, q.nowMillis())
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []WorkerInfo
+	for rows.Next() {
+		var (
+			w               WorkerInfo
+			queues, kinds   string
+			started, seenAt int64
+		)
+		if err := rows.Scan(&w.Identity, &queues, &kinds, &started, &seenAt); err != nil {
+			return nil, fmt.Errorf("list workers: %w", classify(err))
+		}
+		if err := errors.Join(json.Unmarshal([]byte(queues), &w.Queues), json.Unmarshal([]byte(kinds), &w.Kinds)); err != nil {
+			return nil, fmt.Errorf("list workers: %w", err)
+		}
+		w.StartedAt, w.SeenAt = time.UnixMilli(started).UTC(), time.UnixMilli(seenAt).UTC()
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list workers: %w", classify(err))
+	}
+	return out, nil
+}
+
+// unhandledSQL groups the ready jobs first, so the workers are matched
+// once per (queue, kind) rather than once per job. ?2 narrows it to a
+// worker's own queues ('[]': every queue).
+const unhandledSQL = `with waiting as (
+    select queue, kind, count(*) as n, min(run_at) as oldest from lite_jobs
+    where state = 'available' and run_at <= ?1
+      and (?2 = '[]' or queue in (select value from json_each(?2)))
+    group by queue, kind)
+select queue, kind, n, oldest from waiting
+where not exists (
+    select 1 from lite_workers
+    where ` + liveWorker + `
+      and (queues = '[]' or waiting.queue in (select value from json_each(queues)))
+      and (kinds = '[]' or waiting.kind in (select value from json_each(kinds))))
+order by queue, kind`
+
+// Unhandled lists the ready jobs that no running worker, in any process on
+// the file, would lease, grouped by queue and kind. Jobs not yet due are
+// left out: nobody is expected to take them yet.
+func (q *Queue) Unhandled(ctx context.Context) ([]Unhandled, error) {
+	return q.unhandled(ctx, nil)
+}
+
+func (q *Queue) unhandled(ctx context.Context, queues []string) ([]Unhandled, error) {
+	now := q.nowMillis()
+	rows, err := q.r.QueryContext(ctx, unhandledSQL, now, jsonArray(queues))
+	if err != nil {
+		return nil, fmt.Errorf("find unhandled jobs: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []Unhandled
+	for rows.Next() {
+		var (
+			u      Unhandled
+			oldest int64
+		)
+		if err := rows.Scan(&u.Queue, &u.Kind, &u.Count, &oldest); err != nil {
+			return nil, fmt.Errorf("find unhandled jobs: %w", classify(err))
+		}
+		u.OldestReady = time.Duration(now-oldest) * time.Millisecond
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find unhandled jobs: %w", classify(err))
+	}
+	return out, nil
+}
