@@ -2,26 +2,98 @@
 // failure: a worker that stalled, crashed or was force-released can never
 // overwrite the work of the worker that took its job after it.
 //
+// # Jobs with typed arguments
+//
+// A job's kind is bound to a Go type once. The type's JSON is the job's
+// payload and its Kind method names the kind, so enqueue and handler can
+// never disagree on a name:
+//
+//	type SendWebhook struct {
+//		URL   string `json:"url"`
+//		Event int64  `json:"event"`
+//	}
+//
+//	func (SendWebhook) Kind() string { return "send_webhook" }
+//
+//	q, err := lite.Open(ctx, "app.db", lite.Options{})
+//	id, err := lite.EnqueueArgs(ctx, q, SendWebhook{URL: u, Event: 7})
+//
+// A type that also has a JobDefaults method (ArgsWithDefaults) gives its
+// kind a queue, a priority, a number of attempts or a unique key; the
+// NewJob passed to EnqueueArgs overrides them field by field. Queue.Enqueue
+// with a NewJob takes a kind and raw payload bytes, for tools and shells.
+//
+// # Enqueueing in your own transaction
+//
+// The queue's file can hold your application's tables too. Begin a
+// transaction on Queue.DB, write your rows, and enqueue in the same
+// transaction with EnqueueArgsTx, Queue.EnqueueTx or Queue.EnqueueBatchTx
+// (JobOf turns typed args into a NewJob for a batch): the jobs exist if and
+// only if your rows commit. ErrDuplicate (a unique key already held) leaves
+// the transaction usable.
+//
+// # Workers
+//
+// A Worker leases jobs, runs their handlers and records each outcome:
+//
+//	w, err := lite.NewWorker(q, lite.WorkerOptions{
+//		Queues: map[string]lite.QueueConfig{
+//			"webhooks": {Concurrency: 16},
+//			"email":    {Concurrency: 2},
+//		},
+//	})
+//	lite.HandleArgs(w, func(ctx context.Context, job *lite.Job, a SendWebhook) error {
+//		return deliver(ctx, a, job.Generation)
+//	})
+//	err = w.Run(ctx) // until ctx ends, then a graceful shutdown
+//
+// Each queue in Queues has slots of its own, so a backlog in one never
+// delays another. A handler's nil error acks the job done; an error fails
+// the attempt, and the job runs again after Options.Backoff until its
+// attempts are spent, then it is dead. Permanent(err) makes it dead at
+// once; returning Snooze(d), even wrapped, runs it again after d without
+// spending an attempt. When the worker shuts down, a handler whose context
+// ended with ErrShutdown gives its job back (released, no attempt spent),
+// whatever error it returns.
+//
+// # Outcomes that commit with your rows
+//
+// A handler's own writes to the queue's file can commit in the same
+// transaction as the job's outcome, fenced by its lease: CommitWithAck for
+// success (with SetResult for the result), CommitWithFailure for a failed
+// attempt, which is told whether the job will be retried and when, or is
+// dead. Either the outcome and the rows commit, or neither, and never for a
+// worker that lost its lease. Code that leases by hand uses Queue.Complete
+// and Queue.Fail the same way. WorkerOptions.OnEvent reports every outcome
+// with the job's new state, its next run time and why.
+//
+// Running workers announce their queues and kinds in the file; ready jobs
+// that no running worker takes (a misspelled kind, a queue nobody serves)
+// are listed by Queue.Unhandled and `lite workers`, and warned about by the
+// workers that see them.
+//
 // # Fencing
 //
 // Every job carries a generation counter. Each change of ownership (lease,
 // release, snooze, reclaim, cancel of a running job) bumps it, and a lease
 // is the pair (job id, generation). Every write a lease holder makes (Renew,
-// AckDone, AckDoneMany, AckFailed, Release, Snooze, Complete) matches
+// AckDone, AckDoneMany, AckFailed, Fail, Release, Snooze, Complete) matches
 //
 //	where id = ? and generation = ? and state = 'running'
 //
 // and checks the rows it touched: zero means the lease is gone, the call
 // returns ErrLeaseLost, and nothing changed. Workers keep leases alive with
-// heartbeats (Renew); ReclaimOrphaned takes back only jobs whose heartbeat
-// lapsed, never a long job that keeps beating.
+// heartbeats (Renew); a lease whose heartbeat lapsed past its owner's
+// StaleAfter is taken back by any process (ReclaimOrphaned), never a long
+// job that keeps beating. A handler can pass Job.Generation to systems
+// downstream as a fencing token: it only ever grows.
 //
-// # Using it
+// # Testing
 //
-// Open a queue on a file, Enqueue jobs, and let workers Lease, Renew and
-// acknowledge them. Jobs written inside your own transaction (EnqueueTx)
-// exist exactly when your data commits, and Complete commits a handler's
-// own writes to the same file together with its ack, or neither.
+// Package litetest opens a queue in a test's temporary directory with a
+// fake clock, asserts what was enqueued (inside or outside a transaction),
+// and runs one job, or every ready job, through a real Worker, so that
+// CommitWithAck, SetResult and snoozes behave in a test as in production.
 //
 // What counts as lapsed, due or expired is read from one clock,
 // Options.Now, so tests make heartbeats lapse and jobs come due with a fake
