@@ -63,9 +63,11 @@ order by id limit ?5`, string(f.State), f.Queue, f.Kind, f.AfterID, f.Limit)
 	return jobs, nil
 }
 
-// QueueStats counts one queue's jobs by state.
+// QueueStats counts one queue's jobs by state. Its JSON form is the one
+// `lite stats --json` prints (see MarshalJSON).
 type QueueStats struct {
-	Queue  string
+	Queue string
+	// Counts has an entry for every state in States, zero or not.
 	Counts map[State]int64
 	// OldestReady is how long the oldest available job whose run_at has
 	// come has been waiting; zero when none waits.
@@ -94,7 +96,11 @@ from lite_jobs group by queue, state order by queue`, now)
 			return nil, fmt.Errorf("stats: %w", classify(err))
 		}
 		if len(out) == 0 || out[len(out)-1].Queue != queue {
-			out = append(out, QueueStats{Queue: queue, Counts: map[State]int64{}})
+			counts := make(map[State]int64, len(States))
+			for _, st := range States {
+				counts[st] = 0
+			}
+			out = append(out, QueueStats{Queue: queue, Counts: counts})
 		}
 		s := &out[len(out)-1]
 		s.Counts[state] = n
