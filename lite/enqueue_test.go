@@ -2,6 +2,7 @@ package lite_test
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"math"
@@ -374,6 +375,20 @@ func TestEnqueueBatchTx(t *testing.T) {
 		// why: jobs one and two were inserted before job 2 failed; the
 		// savepoint took them back, and nothing the caller wrote.
 		is.Equal(kinds(t, q), []string{"before", "after"})
+	})
+
+	t.Run("a batch called with an ended context writes nothing and leaves the transaction usable", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		tx := mustBegin(t, q)
+		ended, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := q.EnqueueBatchTx(ended, tx, []lite.NewJob{{Kind: "never"}})
+		is.True(errors.Is(err, context.Canceled))
+		_, err = q.EnqueueBatchTx(t.Context(), tx, []lite.NewJob{{Kind: "after"}})
+		is.NoErr(err)
+		is.NoErr(tx.Commit())
+		is.Equal(kinds(t, q), []string{"after"})
 	})
 
 	t.Run("a duplicate key inside one batch is flagged against the job the batch just added", func(t *testing.T) {
