@@ -67,7 +67,8 @@ order by id limit ?5`, string(f.State), f.Queue, f.Kind, f.AfterID, f.Limit)
 // `lite stats --json` prints (see MarshalJSON).
 type QueueStats struct {
 	Queue string
-	// Counts has an entry for every state in States, zero or not.
+	// Counts has an entry for each state the queue has jobs in; a state
+	// with none reads as zero.
 	Counts map[State]int64
 	// OldestReady is how long the oldest available job whose run_at has
 	// come has been waiting; zero when none waits.
@@ -96,11 +97,7 @@ from lite_jobs group by queue, state order by queue`, now)
 			return nil, fmt.Errorf("stats: %w", classify(err))
 		}
 		if len(out) == 0 || out[len(out)-1].Queue != queue {
-			counts := make(map[State]int64, len(States))
-			for _, st := range States {
-				counts[st] = 0
-			}
-			out = append(out, QueueStats{Queue: queue, Counts: counts})
+			out = append(out, QueueStats{Queue: queue, Counts: map[State]int64{}})
 		}
 		s := &out[len(out)-1]
 		s.Counts[state] = n

@@ -147,8 +147,9 @@ type queueStatsJSON struct {
 //	 "counts": {"available": 3, "cancelled": 0, "dead": 1, "done": 5, "running": 1},
 //	 "oldest_ready_ms": 90000}
 //
-// counts names every state, zero or not; oldest_ready_ms is OldestReady
-// in whole milliseconds.
+// counts names every state, zero or not, so a reader need not know the
+// states to show them; oldest_ready_ms is OldestReady in whole
+// milliseconds.
 func (s QueueStats) MarshalJSON() ([]byte, error) {
 	counts := make(map[State]int64, len(States))
 	for _, st := range States {
@@ -157,12 +158,20 @@ func (s QueueStats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(queueStatsJSON{Queue: s.Queue, Counts: counts, OldestReadyMS: s.OldestReady.Milliseconds()})
 }
 
-// UnmarshalJSON reads the form MarshalJSON writes.
+// UnmarshalJSON reads the form MarshalJSON writes. Counts keeps the
+// states with jobs, as Stats gives them, so stats read back equal the
+// stats written.
 func (s *QueueStats) UnmarshalJSON(b []byte) error {
 	var in queueStatsJSON
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	*s = QueueStats{Queue: in.Queue, Counts: in.Counts, OldestReady: time.Duration(in.OldestReadyMS) * time.Millisecond}
+	counts := make(map[State]int64, len(in.Counts))
+	for st, n := range in.Counts {
+		if n != 0 {
+			counts[st] = n
+		}
+	}
+	*s = QueueStats{Queue: in.Queue, Counts: counts, OldestReady: time.Duration(in.OldestReadyMS) * time.Millisecond}
 	return nil
 }

@@ -241,16 +241,17 @@ func TestQueueStatsJSON(t *testing.T) {
 }`)
 	})
 
-	t.Run("stats read back with every state counted", func(t *testing.T) {
+	t.Run("stats read back as they were, to the millisecond", func(t *testing.T) {
 		is := is.New(t)
 		b, err := json.Marshal([]lite.QueueStats{s})
 		is.NoErr(err)
 		var back []lite.QueueStats
 		is.NoErr(json.Unmarshal(b, &back))
+		// why: the zero counts written for every state are not read back
+		// as entries, so the map is the one Stats would give.
 		is.Equal(back, []lite.QueueStats{{
-			Queue: "mail",
-			Counts: map[lite.State]int64{lite.StateAvailable: 3, lite.StateRunning: 0,
-				lite.StateDone: 5, lite.StateDead: 0, lite.StateCancelled: 0},
+			Queue:       "mail",
+			Counts:      map[lite.State]int64{lite.StateAvailable: 3, lite.StateDone: 5},
 			OldestReady: 90001 * time.Millisecond,
 		}})
 	})
@@ -260,6 +261,8 @@ func TestQueueStatsJSON(t *testing.T) {
 		clock := newFakeClock()
 		q, _ := mustOpen(t, clock)
 		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		mustLeaseOne(t, q, "q")
 		clock.Advance(2 * time.Second)
 		stats, err := q.Stats(t.Context())
 		is.NoErr(err)
