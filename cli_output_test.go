@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -179,4 +181,94 @@ func TestAdminCommandsPrintJSON(t *testing.T) {
 	is.Equal(liteJSON(t, db, "", "purge", "--state", "cancelled", "--older-than", "0s"), obj{"purged": 1.0})
 	is.Equal(liteJSON(t, db, "{\"unique_key\":\"k\"}\n\n{\"unique_key\":\"k\"}\n", "enqueue", "--file", "-"),
 		obj{"enqueued": 1.0, "duplicates": 1.0})
+}
+
+// TestJSONOutputIsTheLibrarysForm pins that --json prints exactly what
+// json.Marshal makes of the library's values, so an application serving
+// them and a script reading the CLI see one form.
+func TestJSONOutputIsTheLibrarysForm(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "q.db")
+	q, err := lite.Open(t.Context(), db, lite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ctx := t.Context()
+	// A done job with a binary result, a dead one with its errors, and a
+	// delayed one, so that no job is ready and oldest_ready_ms is 0.
+	enqueue := func(j lite.NewJob) *lite.Job {
+		t.Helper()
+		if _, err := q.Enqueue(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"mail"}})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("lease: %v, %d jobs", err, len(jobs))
+		}
+		return jobs[0]
+	}
+	done := enqueue(lite.NewJob{Queue: "mail", Kind: "send", Payload: []byte(`{"to":"ada"}`), UniqueKey: "ada"})
+	if err := q.AckDone(ctx, done.Lease(), []byte{0x89, 'P', 'N', 'G'}); err != nil {
+		t.Fatal(err)
+	}
+	dead := enqueue(lite.NewJob{Queue: "mail", Kind: "send", Payload: []byte{0xff}, MaxAttempts: 1})
+	if err := q.AckFailed(ctx, dead.Lease(), errors.New("smtp refused")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, lite.NewJob{Queue: "mail", Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	marshalled := func(v any) string {
+		t.Helper()
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b) + "\n"
+	}
+
+	t.Run("show --json prints json.Marshal of the job Get returns", func(t *testing.T) {
+		is := is.New(t)
+		for _, id := range []int64{done.ID, dead.ID} {
+			j, err := q.Get(ctx, id)
+			is.NoErr(err)
+			is.Equal(mustLite(t, db, "", "--json", "show", fmt.Sprint(id)), marshalled(j))
+		}
+	})
+
+	t.Run("ls --json prints json.Marshal of the jobs List returns", func(t *testing.T) {
+		is := is.New(t)
+		jobs, err := q.List(ctx, lite.ListFilter{})
+		is.NoErr(err)
+		is.Equal(len(jobs), 3)
+		is.Equal(mustLite(t, db, "", "--json", "ls"), marshalled(jobs))
+		is.Equal(mustLite(t, db, "", "--json", "ls", "--state", "running"), "[]\n") // none: a list, not null
+	})
+
+	t.Run("stats --json prints json.Marshal of Stats, with every state counted", func(t *testing.T) {
+		is := is.New(t)
+		stats, err := q.Stats(ctx)
+		is.NoErr(err)
+		out := mustLite(t, db, "", "--json", "stats")
+		is.Equal(out, marshalled(stats))
+		var compact bytes.Buffer
+		is.NoErr(json.Compact(&compact, []byte(out)))
+		is.Equal(compact.String(), `[{"queue":"mail","counts":{"available":1,"cancelled":0,"dead":1,"done":1,"running":0},"oldest_ready_ms":0}]`)
+	})
+
+	t.Run("show --json escapes what a terminal acts on and still reads back as the job", func(t *testing.T) {
+		is := is.New(t)
+		payload := "del\x7f c1\u009b31m bidi\u202etxt"
+		id, err := q.Enqueue(ctx, lite.NewJob{Queue: "other", Payload: []byte(payload)})
+		is.NoErr(err)
+		j, err := q.Get(ctx, id)
+		is.NoErr(err)
+		out := mustLite(t, db, "", "--json", "show", fmt.Sprint(id))
+		is.Equal(rawUnsafe(out), "")
+		is.True(strings.Contains(out, `"payload": "del\u007f c1\u009b31m bidi\u202etxt"`))
+		var back lite.Job
+		is.NoErr(json.Unmarshal([]byte(out), &back))
+		is.Equal(string(back.Payload), payload)
+		is.Equal(marshalled(back), marshalled(j)) // the same job, field for field
+	})
 }

@@ -89,7 +89,7 @@ func (c *EnqueueCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue
 		if err != nil {
 			return err
 		}
-		return writeJSON(env.Stdout, toJSON(j))
+		return writeJSON(env.Stdout, j)
 	}
 	_, err = fmt.Fprintln(env.Stdout, id)
 	return err

@@ -27,11 +27,10 @@ func (c *LsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) err
 		return err
 	}
 	if g.JSON {
-		out := make([]jobJSON, len(jobs))
-		for i, j := range jobs {
-			out[i] = toJSON(j)
+		if jobs == nil {
+			jobs = []*lite.Job{} // none: a list, not null
 		}
-		return writeJSON(env.Stdout, out)
+		return writeJSON(env.Stdout, jobs)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY")

@@ -7,9 +7,18 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// RetryCmd makes a dead or cancelled job available again.
+// RetryCmd starts a dead or cancelled job over.
 type RetryCmd struct {
 	ID int64 `arg:"" help:"The dead or cancelled job's id."`
+}
+
+// Help is the longer text `lite retry --help` prints.
+func (c *RetryCmd) Help() string {
+	return `The job starts over, available now, with all of its max_attempts again:
+a job dead after 2 of 2 attempts runs up to two more times. Its errors
+are kept as its history; attempt numbers start again at 1, and each
+error's generation tells the runs apart. A job whose unique key another
+unfinished job holds now is refused and left as it is.`
 }
 
 // Run retries the job.

@@ -2,11 +2,13 @@ package cmd
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/liteq/lite/lite"
 )
@@ -23,7 +25,7 @@ func (c *ShowCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 		return jobError("show", c.ID, err)
 	}
 	if g.JSON {
-		return writeJSON(env.Stdout, toJSON(j))
+		return writeJSON(env.Stdout, j)
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
@@ -81,12 +83,11 @@ func orDash(s string) string {
 // printable is a payload or result: always quoted, with the same escapes
 // as safe, since it is data rather than a name.
 func printable(b []byte) string {
-	text, b64 := textOrBase64(b)
 	switch {
-	case text != nil:
-		return strconv.Quote(*text)
-	case b64 != nil:
-		return "base64:" + *b64
+	case b == nil:
+		return "-"
+	case utf8.Valid(b):
+		return strconv.Quote(string(b))
 	}
-	return "-"
+	return "base64:" + base64.StdEncoding.EncodeToString(b)
 }

@@ -11,12 +11,6 @@ import (
 // StatsCmd counts jobs per queue and state.
 type StatsCmd struct{}
 
-type statsJSON struct {
-	Queue         string               `json:"queue"`
-	Counts        map[lite.State]int64 `json:"counts"`
-	OldestReadyMS int64                `json:"oldest_ready_ms"`
-}
-
 // Run prints a table, or JSON with --json.
 func (c *StatsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	stats, err := q.Stats(ctx)
@@ -24,11 +18,10 @@ func (c *StatsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) 
 		return err
 	}
 	if g.JSON {
-		out := make([]statsJSON, len(stats))
-		for i, s := range stats {
-			out[i] = statsJSON{Queue: s.Queue, Counts: s.Counts, OldestReadyMS: s.OldestReady.Milliseconds()}
+		if stats == nil {
+			stats = []lite.QueueStats{} // no jobs: a list, not null
 		}
-		return writeJSON(env.Stdout, out)
+		return writeJSON(env.Stdout, stats)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "QUEUE")

@@ -68,17 +68,27 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 	return nil
 }
 
-// retrySQL gives a dead or cancelled job one more attempt if it had spent
-// them all; the next lease bumps the generation as every lease does.
+// retrySQL starts a dead or cancelled job over. Its attempts go back to
+// zero, so it has its whole max_attempts again (2 of 2 becomes 0 of 2,
+// never 2 of 3), and its errors stay as the record of the runs before:
+// each names its generation, which only grows, so an attempt number seen
+// twice stays told apart. The lease fields of its last run stay as a
+// record, as they do on a failed attempt, until the next lease, which
+// bumps the generation as every lease does.
 const retrySQL = `update lite_jobs
-set state = 'available', run_at = ?, finished_at = null,
-    max_attempts = max(max_attempts, attempts + 1)
+set state = 'available', run_at = ?, finished_at = null, attempts = 0
 where id = ? and state in ('dead', 'cancelled')
 returning id`
 
-// Retry makes a dead or cancelled job available now. A job in another
-// state gives ErrInvalidState; a job whose unique key another unfinished
-// job holds now gives ErrDuplicate, naming that job, and stays as it is.
+// Retry starts a dead or cancelled job over, available now: its attempts
+// go back to zero, so it gets its whole MaxAttempts again (a job dead
+// after 2 of 2 attempts runs up to two more times), whether it died of
+// spent attempts or of a Permanent error, and whether it was cancelled
+// while waiting or while running. Its Errors stay as its history; after a
+// Retry attempt numbers start again at 1, and each error's Generation
+// tells the runs apart. A job in another state gives ErrInvalidState; a
+// job whose unique key another unfinished job holds now gives
+// ErrDuplicate, naming that job, and stays as it is.
 func (q *Queue) Retry(ctx context.Context, id int64) error {
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("retry job %d: %w", id, errWriteInsideAck)

@@ -85,26 +85,92 @@ func TestReleaseUnownedTakesOnlyRunningJobs(t *testing.T) {
 }
 
 func TestRetry(t *testing.T) {
-	t.Run("a dead job gets one more attempt", func(t *testing.T) {
+	t.Run("a job dead at 2 of 2 starts over: two more attempts, then dead again with all four errors", func(t *testing.T) {
 		is := is.New(t)
 		clock := newFakeClock()
 		q, _ := mustOpen(t, clock)
 		ctx := t.Context()
-		id := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 1})
-		a := mustLeaseOne(t, q, "q")
-		is.NoErr(q.AckFailed(ctx, a.Lease(), errors.New("no")))
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 2})
+		// fail leases the job once its backoff has passed and fails the
+		// attempt, returning the lease it held.
+		fail := func(msg string) *lite.Job {
+			clock.Advance(time.Hour)
+			j := mustLeaseOne(t, q, "q")
+			is.NoErr(q.AckFailed(ctx, j.Lease(), errors.New(msg)))
+			return j
+		}
+		first := []*lite.Job{fail("one"), fail("two")}
 		is.Equal(mustGet(t, q, id).State, lite.StateDead)
 
 		clock.Advance(time.Hour)
 		is.NoErr(q.Retry(ctx, id))
 		j := mustGet(t, q, id)
 		is.Equal(j.State, lite.StateAvailable)
-		is.Equal(j.MaxAttempts, 2)
+		is.Equal(j.Attempts, 0)    // the whole budget again
+		is.Equal(j.MaxAttempts, 2) // as enqueued, not raised
 		is.Equal(j.RunAt, clock.Now().Local())
 		is.True(j.FinishedAt.IsZero())
+		is.Equal(j.Generation, first[1].Generation) // no owner changed; the next lease bumps it
+		is.Equal(len(j.Errors), 2)                  // the first run's errors are kept
+
+		second := []*lite.Job{fail("three"), fail("four")}
+		is.Equal([]int{second[0].Attempts, second[1].Attempts}, []int{1, 2})
+		j = mustGet(t, q, id)
+		is.Equal(j.State, lite.StateDead) // two attempts, no more
+		clock.Advance(time.Hour)
+		jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"q"}})
+		is.NoErr(err)
+		is.Equal(len(jobs), 0)
+
+		var got []string
+		runs := append(first, second...)
+		for i, e := range j.Errors {
+			got = append(got, fmt.Sprintf("%d/%d %s", e.Attempt, e.Generation, e.Error))
+			is.Equal(e.Generation, runs[i].Generation) // each error names the lease that failed
+		}
+		// why: attempt numbers repeat after a retry; generations never do.
+		is.Equal(got, []string{"1/1 one", "2/2 two", "1/3 three", "2/4 four"})
+	})
+
+	t.Run("a job cancelled while waiting to retry starts over the same way", func(t *testing.T) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := mustOpen(t, clock)
+		ctx := t.Context()
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 3})
+		a := mustLeaseOne(t, q, "q")
+		is.NoErr(q.AckFailed(ctx, a.Lease(), errors.New("one")))
+		is.NoErr(q.Cancel(ctx, id)) // available at 1 of 3, waiting out its backoff
+		is.NoErr(q.Retry(ctx, id))
+		j := mustGet(t, q, id)
+		is.Equal(j.State, lite.StateAvailable)
+		is.Equal(j.Attempts, 0) // its spent attempt is forgiven too
+		is.Equal(j.MaxAttempts, 3)
+		is.Equal(j.RunAt, clock.Now().Local()) // now, not when its backoff would have ended
+		is.Equal(j.Generation, a.Generation)
+		is.Equal(len(j.Errors), 1)
+		for want := 1; want <= 3; want++ {
+			b := mustLeaseOne(t, q, "q") // due at once, then after each backoff
+			is.Equal(b.Attempts, want)
+			is.NoErr(q.AckFailed(ctx, b.Lease(), errors.New("again")))
+			clock.Advance(time.Hour)
+		}
+		is.Equal(mustGet(t, q, id).State, lite.StateDead)
+	})
+
+	t.Run("a job cancelled while running starts over under a new generation", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		ctx := t.Context()
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 1})
+		a := mustLeaseOne(t, q, "q")
+		is.NoErr(q.Cancel(ctx, id))
+		is.NoErr(q.Retry(ctx, id))
 		b := mustLeaseOne(t, q, "q")
-		is.Equal(b.Attempts, 2)
-		is.True(b.Generation > a.Generation)
+		is.Equal(b.Attempts, 1) // the cancelled run's attempt is not held against it
+		is.Equal(b.Generation, a.Generation+2)
+		is.True(errors.Is(q.AckDone(ctx, a.Lease(), nil), lite.ErrLeaseLost)) // the old run stays fenced out
+		is.NoErr(q.AckDone(ctx, b.Lease(), []byte("ok")))
 	})
 
 	t.Run("a cancelled job can be retried, a running one cannot", func(t *testing.T) {

@@ -169,7 +169,11 @@ func (q *Queue) Enqueue(ctx context.Context, j NewJob) (int64, error) {
 }
 
 // EnqueueTx adds a job inside the caller's transaction on the same file:
-// the job exists if and only if the transaction commits.
+// the job exists if and only if the transaction commits. With a unique
+// key already held it returns the holder's id and ErrDuplicate, having
+// written nothing, and the transaction stays usable: a held key is found
+// by the insert's conflict clause, not by a failing statement, so the
+// caller may go on writing and commit.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, error) {
 	r, err := q.validate(j)
 	if err != nil {
@@ -186,7 +190,7 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, err
 	return id, nil
 }
 
-// Enqueued is the outcome of one job of EnqueueBatch.
+// Enqueued is the outcome of one job of EnqueueBatch and EnqueueBatchTx.
 type Enqueued struct {
 	ID int64
 	// Duplicate is true when the job was not added because an unfinished
@@ -197,6 +201,56 @@ type Enqueued struct {
 // EnqueueBatch adds many jobs in one transaction: all of them or, on an
 // error, none. A job whose unique key is held is skipped, not an error.
 func (q *Queue) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, error) {
+	rows, err := q.validateBatch(jobs)
+	if err != nil {
+		return nil, err
+	}
+	// Prepare outside the transaction: the writer has one connection.
+	if _, err := q.stmts.prepare(ctx, insertJobSQL); err != nil {
+		return nil, fmt.Errorf("enqueue batch: %w", err)
+	}
+	var out []Enqueued
+	err = q.withTx(ctx, func(tx txConn) (err error) {
+		out, err = q.insertBatch(ctx, tx, rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue batch: %w", classify(err))
+	}
+	q.notify()
+	return out, nil
+}
+
+// EnqueueBatchTx adds many jobs inside the caller's transaction on the
+// same file, as EnqueueBatch does in its own: the jobs exist if and only
+// if the transaction commits, and a job whose unique key is held is
+// skipped, not an error. Every job is checked before any is written. On an
+// error none of the batch is left in the transaction: the batch runs in a
+// savepoint that is rolled back when a job fails, and the caller's own
+// writes before the call stay, so the caller may go on and commit. An
+// error SQLite answers by rolling back the whole transaction (an interrupt
+// when ctx ends mid-statement, a full disk) ends the caller's transaction
+// too, as it would for any statement of the caller's.
+func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, jobs []NewJob) ([]Enqueued, error) {
+	rows, err := q.validateBatch(jobs)
+	if err != nil {
+		return nil, err
+	}
+	var out []Enqueued
+	err = inSavepoint(ctx, tx, func() (err error) {
+		out, err = q.insertBatch(ctx, tx, rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue batch: %w", classify(err))
+	}
+	// No wake-up: see EnqueueTx.
+	return out, nil
+}
+
+// validateBatch checks every job before any is written, so that bad
+// input never starts a transaction.
+func (q *Queue) validateBatch(jobs []NewJob) ([]jobRow, error) {
 	rows := make([]jobRow, len(jobs))
 	for i, j := range jobs {
 		r, err := q.validate(j)
@@ -205,28 +259,44 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, er
 		}
 		rows[i] = r
 	}
-	// Prepare outside the transaction: the writer has one connection.
-	if _, err := q.stmts.prepare(ctx, insertJobSQL); err != nil {
-		return nil, fmt.Errorf("enqueue batch: %w", err)
-	}
+	return rows, nil
+}
+
+// insertBatch inserts validated jobs in order on c, which is inside a
+// transaction; a held unique key is an outcome, not an error.
+func (q *Queue) insertBatch(ctx context.Context, c conn, rows []jobRow) ([]Enqueued, error) {
 	out := make([]Enqueued, len(rows))
-	err := q.withTx(ctx, func(tx txConn) error {
-		for i, r := range rows {
-			id, err := q.insert(ctx, tx, r)
-			if errors.Is(err, ErrDuplicate) {
-				out[i] = Enqueued{ID: id, Duplicate: true}
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("job %d: %w", i, err)
-			}
-			out[i] = Enqueued{ID: id}
+	for i, r := range rows {
+		id, err := q.insert(ctx, c, r)
+		if errors.Is(err, ErrDuplicate) {
+			out[i] = Enqueued{ID: id, Duplicate: true}
+			continue
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("enqueue batch: %w", classify(err))
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+		out[i] = Enqueued{ID: id}
 	}
-	q.notify()
 	return out, nil
+}
+
+// inSavepoint runs fn inside a savepoint of the caller's transaction and
+// rolls back to it if fn fails, so that a failed call takes back its own
+// writes and nothing the caller wrote before it. The rollback runs even
+// when ctx has ended, since the statement may have failed because it did.
+func inSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) error {
+	if _, err := tx.ExecContext(ctx, `savepoint lite_batch`); err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	err := fn()
+	cleanup := context.WithoutCancel(ctx)
+	if err != nil {
+		if _, rerr := tx.ExecContext(cleanup, `rollback to lite_batch`); rerr != nil {
+			return errors.Join(err, fmt.Errorf("rollback to savepoint: %w", rerr))
+		}
+	}
+	if _, rerr := tx.ExecContext(cleanup, `release lite_batch`); rerr != nil {
+		return errors.Join(err, fmt.Errorf("release savepoint: %w", rerr))
+	}
+	return err
 }

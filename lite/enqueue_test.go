@@ -2,6 +2,8 @@ package lite_test
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"errors"
 	"math"
 	"strings"
@@ -125,6 +127,11 @@ func TestEnqueue(t *testing.T) {
 				is.True(err != nil)
 				_, err = q.EnqueueBatch(t.Context(), []lite.NewJob{{}, j})
 				is.True(err != nil)
+				tx, err := q.DB().BeginTx(t.Context(), nil)
+				is.NoErr(err)
+				_, err = q.EnqueueBatchTx(t.Context(), tx, []lite.NewJob{{}, j})
+				is.True(err != nil)
+				is.NoErr(tx.Commit()) // the valid job before the bad one was never written
 				is.Equal(countJobs(t, q), 0)
 			})
 		}
@@ -192,31 +199,93 @@ func TestEnqueue(t *testing.T) {
 	})
 }
 
+// mustBegin begins a transaction on the queue's DB, for the app's rows
+// and EnqueueTx, and rolls it back at the end of the test if it is open.
+func mustBegin(tb testing.TB, q *lite.Queue) *sql.Tx {
+	tb.Helper()
+	tx, err := q.DB().BeginTx(tb.Context(), nil)
+	if err != nil {
+		tb.Fatalf("begin: %v", err)
+	}
+	tb.Cleanup(func() { tx.Rollback() })
+	return tx
+}
+
+// withOrders makes the app's own table in the queue's file.
+func withOrders(tb testing.TB, q *lite.Queue) {
+	tb.Helper()
+	if _, err := q.DB().ExecContext(tb.Context(), `create table orders (id integer primary key)`); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func countOrders(tb testing.TB, q *lite.Queue) int {
+	tb.Helper()
+	var n int
+	if err := q.DB().QueryRowContext(tb.Context(), `select count(*) from orders`).Scan(&n); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// kinds lists the kinds of every job in id order.
+func kinds(tb testing.TB, q *lite.Queue) []string {
+	tb.Helper()
+	jobs, err := q.List(tb.Context(), lite.ListFilter{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.Kind)
+	}
+	return out
+}
+
 func TestEnqueueTx(t *testing.T) {
 	t.Run("a job exists if and only if the caller's transaction commits", func(t *testing.T) {
 		is := is.New(t)
 		q, _ := mustOpen(t, nil)
 		ctx := t.Context()
-		_, err := q.DB().ExecContext(ctx, `create table orders (id integer primary key)`)
-		is.NoErr(err)
+		withOrders(t, q)
 
-		tx, err := q.DB().BeginTx(ctx, nil)
-		is.NoErr(err)
-		_, err = tx.Exec(`insert into orders values (1)`)
+		tx := mustBegin(t, q)
+		_, err := tx.Exec(`insert into orders values (1)`)
 		is.NoErr(err)
 		_, err = q.EnqueueTx(ctx, tx, lite.NewJob{Queue: "mail"})
 		is.NoErr(err)
 		is.NoErr(tx.Rollback())
 		is.Equal(countJobs(t, q), 0)
 
-		tx, err = q.DB().BeginTx(ctx, nil)
-		is.NoErr(err)
+		tx = mustBegin(t, q)
 		_, err = tx.Exec(`insert into orders values (1)`)
 		is.NoErr(err)
 		id, err := q.EnqueueTx(ctx, tx, lite.NewJob{Queue: "mail"})
 		is.NoErr(err)
 		is.NoErr(tx.Commit())
 		is.Equal(mustGet(t, q, id).Queue, "mail")
+	})
+
+	t.Run("ErrDuplicate leaves the caller's transaction usable: its rows and its next job commit", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		ctx := t.Context()
+		withOrders(t, q)
+		held := mustEnqueue(t, q, lite.NewJob{Queue: "mail", Kind: "held", UniqueKey: "k"})
+
+		tx := mustBegin(t, q)
+		_, err := tx.Exec(`insert into orders values (1)`)
+		is.NoErr(err)
+		id, err := q.EnqueueTx(ctx, tx, lite.NewJob{Queue: "mail", Kind: "dup", UniqueKey: "k"})
+		is.True(errors.Is(err, lite.ErrDuplicate))
+		is.Equal(id, held)
+		_, err = tx.Exec(`insert into orders values (2)`)
+		is.NoErr(err)
+		_, err = q.EnqueueTx(ctx, tx, lite.NewJob{Queue: "mail", Kind: "next", UniqueKey: "k2"})
+		is.NoErr(err)
+		is.NoErr(tx.Commit())
+		is.Equal(countOrders(t, q), 2)
+		is.Equal(kinds(t, q), []string{"held", "next"})
 	})
 }
 
@@ -235,6 +304,102 @@ func TestEnqueueBatch(t *testing.T) {
 		is.Equal(got[1], lite.Enqueued{ID: held, Duplicate: true})
 		is.Equal(string(mustGet(t, q, got[2].ID).Payload), "3")
 		is.Equal(countJobs(t, q), 3)
+	})
+}
+
+// failOnKind makes every insert of a job of kind fail, as a statement
+// that fails part way through a batch: RAISE(ABORT) undoes the statement
+// and leaves the transaction open.
+func failOnKind(tb testing.TB, q *lite.Queue, kind string) {
+	tb.Helper()
+	_, err := q.DB().ExecContext(tb.Context(), `create trigger fail_kind before insert on lite_jobs
+when new.kind = '`+kind+`' begin select raise(abort, 'refused by trigger'); end`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func TestEnqueueBatchTx(t *testing.T) {
+	t.Run("a batch exists if and only if the caller's transaction commits, and flags duplicates", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		ctx := t.Context()
+		withOrders(t, q)
+		held := mustEnqueue(t, q, lite.NewJob{Queue: "q", Kind: "held", UniqueKey: "k"})
+		batch := []lite.NewJob{{Queue: "q", Kind: "a"}, {Queue: "q", Kind: "dup", UniqueKey: "k"}, {Queue: "q", Kind: "b"}}
+
+		tx := mustBegin(t, q)
+		_, err := tx.Exec(`insert into orders values (1)`)
+		is.NoErr(err)
+		_, err = q.EnqueueBatchTx(ctx, tx, batch)
+		is.NoErr(err)
+		is.NoErr(tx.Rollback())
+		is.Equal(kinds(t, q), []string{"held"})
+
+		tx = mustBegin(t, q)
+		_, err = tx.Exec(`insert into orders values (1)`)
+		is.NoErr(err)
+		got, err := q.EnqueueBatchTx(ctx, tx, batch)
+		is.NoErr(err)
+		is.Equal(len(got), 3)
+		is.Equal(got[1], lite.Enqueued{ID: held, Duplicate: true})
+		is.NoErr(tx.Commit())
+		is.Equal(countOrders(t, q), 1)
+		is.Equal(kinds(t, q), []string{"held", "a", "b"})
+		is.Equal(mustGet(t, q, got[2].ID).Kind, "b")
+	})
+
+	t.Run("a batch that fails part way leaves none of itself in the caller's transaction, and the rest commits", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		ctx := t.Context()
+		withOrders(t, q)
+		failOnKind(t, q, "boom")
+
+		tx := mustBegin(t, q)
+		_, err := tx.Exec(`insert into orders values (1)`)
+		is.NoErr(err)
+		_, err = q.EnqueueTx(ctx, tx, lite.NewJob{Kind: "before"})
+		is.NoErr(err)
+		_, err = q.EnqueueBatchTx(ctx, tx, []lite.NewJob{{Kind: "one"}, {Kind: "two"}, {Kind: "boom"}, {Kind: "four"}})
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "enqueue batch: job 2: ")) // the job that failed, after two were written
+		is.True(strings.Contains(err.Error(), "refused by trigger"))
+
+		_, err = tx.Exec(`insert into orders values (2)`) // the transaction is still usable
+		is.NoErr(err)
+		_, err = q.EnqueueBatchTx(ctx, tx, []lite.NewJob{{Kind: "after"}})
+		is.NoErr(err)
+		is.NoErr(tx.Commit())
+		is.Equal(countOrders(t, q), 2)
+		// why: jobs one and two were inserted before job 2 failed; the
+		// savepoint took them back, and nothing the caller wrote.
+		is.Equal(kinds(t, q), []string{"before", "after"})
+	})
+
+	t.Run("a batch called with an ended context writes nothing and leaves the transaction usable", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		tx := mustBegin(t, q)
+		ended, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := q.EnqueueBatchTx(ended, tx, []lite.NewJob{{Kind: "never"}})
+		is.True(errors.Is(err, context.Canceled))
+		_, err = q.EnqueueBatchTx(t.Context(), tx, []lite.NewJob{{Kind: "after"}})
+		is.NoErr(err)
+		is.NoErr(tx.Commit())
+		is.Equal(kinds(t, q), []string{"after"})
+	})
+
+	t.Run("a duplicate key inside one batch is flagged against the job the batch just added", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, nil)
+		tx := mustBegin(t, q)
+		got, err := q.EnqueueBatchTx(t.Context(), tx, []lite.NewJob{{UniqueKey: "k"}, {UniqueKey: "k"}})
+		is.NoErr(err)
+		is.Equal(got[1], lite.Enqueued{ID: got[0].ID, Duplicate: true})
+		is.NoErr(tx.Commit())
+		is.Equal(countJobs(t, q), 1)
 	})
 }
 

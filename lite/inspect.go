@@ -63,9 +63,12 @@ order by id limit ?5`, string(f.State), f.Queue, f.Kind, f.AfterID, f.Limit)
 	return jobs, nil
 }
 
-// QueueStats counts one queue's jobs by state.
+// QueueStats counts one queue's jobs by state. Its JSON form is the one
+// `lite stats --json` prints (see MarshalJSON).
 type QueueStats struct {
-	Queue  string
+	Queue string
+	// Counts has an entry for each state the queue has jobs in; a state
+	// with none reads as zero.
 	Counts map[State]int64
 	// OldestReady is how long the oldest available job whose run_at has
 	// come has been waiting; zero when none waits.

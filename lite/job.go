@@ -51,8 +51,10 @@ type Lease struct {
 
 // Job is a job as stored. A running job's lease fields (LeaseToken,
 // LockedBy, LeasedAt, HeartbeatAt) describe its current lease; a finished
-// job keeps those of its last lease as a record; release and reclaim clear
-// them.
+// job, one waiting to retry a failed attempt and one made available again
+// by Retry keep those of its last lease as a record until the next lease;
+// release and reclaim clear them. Its JSON form is the one
+// `lite show --json` prints (see MarshalJSON).
 type Job struct {
 	ID          int64
 	Queue       string
@@ -77,7 +79,9 @@ type Job struct {
 	FinishedAt  time.Time
 }
 
-// AttemptError is the error recorded for one failed attempt.
+// AttemptError is the error recorded for one failed attempt. Attempt
+// numbers start again at 1 after a Retry; Generation tells the attempts
+// apart, as it only ever grows.
 type AttemptError struct {
 	Attempt    int       `json:"attempt"`
 	Generation int64     `json:"generation"`
