@@ -8,7 +8,8 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// StatsCmd counts jobs per queue and state.
+// StatsCmd counts jobs per queue and state, and says when ready jobs wait
+// that no running worker takes.
 type StatsCmd struct{}
 
 // Run prints a table, or JSON with --json.
@@ -36,5 +37,23 @@ func (c *StatsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) 
 		}
 		fmt.Fprintf(tw, "\t%s\n", s.OldestReady)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return noteUnhandled(ctx, env, q)
+}
+
+// noteUnhandled adds a line when ready jobs wait that no running worker
+// takes, so that a kind nobody handles is seen where counts are read.
+func noteUnhandled(ctx context.Context, env Env, q *lite.Queue) error {
+	unhandled, err := q.Unhandled(ctx)
+	if err != nil || len(unhandled) == 0 {
+		return err
+	}
+	var jobs int64
+	for _, u := range unhandled {
+		jobs += u.Count
+	}
+	_, err = fmt.Fprintf(env.Stdout, "\nready jobs that no running worker takes: %d (see lite workers)\n", jobs)
+	return err
 }
