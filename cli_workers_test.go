@@ -42,4 +42,5 @@ func TestWorkersShowsWhoTakesWhatAndWhatNobodyTakes(t *testing.T) {
 	text := mustLite(t, db, "", "workers")
 	is.True(strings.Contains(text, "no running worker takes"))
 	is.True(strings.Contains(text, "mail"))
+	is.True(strings.Contains(mustLite(t, db, "", "stats"), "ready jobs that no running worker takes: 1 "))
 }
