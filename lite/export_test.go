@@ -1,8 +1,12 @@
 package lite
 
-import "database/sql"
+import (
+	"database/sql"
+	"strings"
+)
 
-// SetIdleHook lets tests know when a worker's loop has gone to sleep.
+// SetIdleHook lets tests know when a worker's loop has leased what it
+// could and decided how to wait, just before it waits.
 func SetIdleHook(w *Worker, hook func()) { w.idleHook = hook }
 
 // PollOnly makes a worker find other processes' commits by polling alone,
@@ -12,3 +16,15 @@ func PollOnly(w *Worker) { w.noWAL = true }
 // WriterDB is the queue's own writer connection, for tests that set a
 // pragma on it (pragmas belong to one connection).
 func WriterDB(q *Queue) *sql.DB { return q.w }
+
+// FreeSlots is how many slots of each of w's queues are free ("" for the
+// slots every queue shares).
+func FreeSlots(w *Worker) map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	free := map[string]int{}
+	for _, l := range w.lanes {
+		free[strings.Join(l.queues, ",")] = l.slots - l.busy
+	}
+	return free
+}
