@@ -44,9 +44,10 @@ func (w *Worker) free(l *lane) int {
 // vacate frees r's slot in its lane, once: a run the shutdown gave up on
 // was vacated already when its handler finally returns. w.mu is held.
 func (w *Worker) vacate(r *run) {
-	if w.active[r.key()] != r {
+	if r.vacated {
 		return
 	}
+	r.vacated = true
 	delete(w.active, r.key())
 	r.lane.busy--
 	if w.newest[r.job.ID] == r {

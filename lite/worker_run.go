@@ -14,10 +14,11 @@ type leaseKey struct{ id, generation int64 }
 
 // run is one job in a handler, under one lease.
 type run struct {
-	job    *Job
-	lane   *lane // whose slot it holds
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	job     *Job
+	lane    *lane // whose slot it holds
+	vacated bool  // its slot is free again; guarded by Worker.mu
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
 	// settling is set once before anything is written for the run, by
 	// the run itself as it settles or by a shutdown that gives up on it:
 	// whichever sets it owns the run's last write, and a heartbeat that
