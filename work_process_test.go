@@ -349,6 +349,10 @@ func TestWorkRefusesFlagsItWouldIgnore(t *testing.T) {
 		{[]string{"--poll", "0s"}, "--poll must be more than 0s"},
 		{[]string{"--heartbeat", "100us", "--stale-after", "300us"}, "--stale-after must be at least 1ms"},
 		{[]string{"--heartbeat", "1h", "--stale-after", "2h"}, "under three heartbeats of --heartbeat"},
+		{[]string{"--queue", "=3"}, `--queue "=3" names no queue`},
+		{[]string{"--queue", "a=0"}, `--queue "a=0": N must be at least 1, not 0`},
+		{[]string{"--queue", "a=x"}, `--queue "a=x": N must be a whole number`},
+		{[]string{"-q", "a", "-q", "a=2"}, `--queue "a" is given twice`},
 	}
 	db := filepath.Join(t.TempDir(), "q.db")
 	mustLite(t, db, "", "enqueue", "x")
@@ -368,6 +372,20 @@ func TestWorkRefusesFlagsItWouldIgnore(t *testing.T) {
 			is.True(errors.Is(err, fs.ErrNotExist)) // refused before any file is made
 		})
 	}
+}
+
+func TestWorkServesTheQueuesGivenAndExitsWhenTheyAreEmpty(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	for _, queue := range []string{"a", "a", "b", "b", "c"} {
+		mustLite(t, db, "", "enqueue", "--queue", queue, "x")
+	}
+	mustLite(t, db, "", "work", "--exit-when-empty", "-q", "a=1", "-q", "b", "--", "true")
+	state := map[string][]string{}
+	for _, j := range listJobs(t, db) {
+		state[j.Queue] = append(state[j.Queue], j.State)
+	}
+	is.Equal(state, map[string][]string{"a": {"done", "done"}, "b": {"done", "done"}, "c": {"available"}})
 }
 
 func TestWorkStopsGracefullyOnSIGHUP(t *testing.T) {

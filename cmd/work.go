@@ -8,11 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
@@ -38,8 +41,8 @@ const shutdownSlack = 5 * time.Second
 
 // WorkCmd runs a command once per job.
 type WorkCmd struct {
-	Queue         []string      `short:"q" help:"Queue to work; repeat for more (default: every queue)."`
-	Concurrency   int           `short:"c" default:"4" help:"Jobs run at once."`
+	Queue         []string      `short:"q" placeholder:"NAME[=N]" help:"Queue to work, with N slots of its own (default -c), so a backlog in one queue never delays another; repeat for more (default: every queue, sharing -c slots)."`
+	Concurrency   int           `short:"c" default:"4" help:"Jobs run at once: in all, or in each --queue given without =N."`
 	Heartbeat     time.Duration `default:"5s" help:"How often leases are renewed."`
 	StaleAfter    time.Duration `default:"30s" help:"How long a heartbeat may lapse before a job is reclaimed (at least three heartbeats)."`
 	Timeout       time.Duration `help:"Stop a job's command after this long and fail the attempt (default: no limit)."`
@@ -47,6 +50,8 @@ type WorkCmd struct {
 	Grace         time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL."`
 	ExitWhenEmpty bool          `help:"Exit once no job in the queues is available or running."`
 	Command       []string      `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result; exit 100 fails for good; any other exit fails the attempt."`
+
+	queues map[string]lite.QueueConfig // --queue, parsed by Validate
 }
 
 // argv is the command to run: kong's passthrough keeps the -- itself.
@@ -83,6 +88,11 @@ func (c *WorkCmd) Validate(kctx *kong.Context) error {
 	case c.StaleAfter < 3*c.Heartbeat:
 		return fmt.Errorf("--stale-after %s is under three heartbeats of --heartbeat %s: one slow renewal would cost a lease", c.StaleAfter, c.Heartbeat)
 	}
+	queues, err := parseQueues(c.Queue)
+	if err != nil {
+		return err
+	}
+	c.queues = queues
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		// exec's message names the command twice; say it once.
 		var execErr *exec.Error
@@ -98,13 +108,50 @@ func (c *WorkCmd) Validate(kctx *kong.Context) error {
 	return nil
 }
 
+// parseQueues reads each --queue NAME[=N] into the queue's config; N, when
+// given, is cut at the last "=", so a queue whose name holds one is given
+// as NAME=N.
+func parseQueues(flags []string) (map[string]lite.QueueConfig, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	queues := make(map[string]lite.QueueConfig, len(flags))
+	for _, flag := range flags {
+		name, n, hasN := flag, "", false
+		if i := strings.LastIndexByte(flag, '='); i >= 0 {
+			name, n, hasN = flag[:i], flag[i+1:], true
+		}
+		var cfg lite.QueueConfig
+		switch {
+		case name == "":
+			return nil, fmt.Errorf("--queue %q names no queue: give NAME or NAME=N", flag)
+		case strings.ContainsFunc(name, unicode.IsControl):
+			return nil, fmt.Errorf("--queue %q: the queue name contains a control character", flag)
+		case hasN:
+			v, err := strconv.Atoi(n)
+			if err != nil {
+				return nil, fmt.Errorf("--queue %q: N must be a whole number of jobs run at once, not %q", flag, n)
+			}
+			if v < 1 {
+				return nil, fmt.Errorf("--queue %q: N must be at least 1, not %d", flag, v)
+			}
+			cfg.Concurrency = v
+		}
+		if _, dup := queues[name]; dup {
+			return nil, fmt.Errorf("--queue %q is given twice", name)
+		}
+		queues[name] = cfg
+	}
+	return queues, nil
+}
+
 // Run works until SIGINT or SIGTERM (then shuts down gracefully; a second
 // signal stops it at once), or with --exit-when-empty until the queues are
 // empty.
 func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	log := slog.New(slog.NewTextHandler(quietWriter{env.Stderr}, &slog.HandlerOptions{Level: g.LogLevel}))
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
-		Queues:            c.Queue,
+		Queues:            c.queues,
 		Concurrency:       c.Concurrency,
 		HeartbeatInterval: c.Heartbeat,
 		StaleAfter:        c.StaleAfter,
@@ -126,7 +173,7 @@ func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 		var stop context.CancelFunc
 		work, stop = context.WithCancel(ctx)
 		defer stop()
-		go stopWhenEmpty(work, q, c.Queue, stop)
+		go stopWhenEmpty(work, q, slices.Sorted(maps.Keys(c.queues)), stop)
 	}
 	now := stopNow(ctx)
 	w.Handle(lite.AnyKind, c.handler(work.Done(), now))

@@ -3,10 +3,12 @@ package lite
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 )
 
-// SetIdleHook lets tests know when a worker's loop has gone to sleep.
+// SetIdleHook lets tests know when a worker's loop has leased what it
+// could and decided how to wait, just before it waits.
 func SetIdleHook(w *Worker, hook func()) { w.idleHook = hook }
 
 // PollOnly makes a worker find other processes' commits by polling alone,
@@ -25,4 +27,16 @@ func Announce(ctx context.Context, q *Queue, identity string, queues, kinds []st
 // WarnUnhandled runs one of a running worker's checks for unhandled jobs.
 func WarnUnhandled(ctx context.Context, w *Worker, warned map[[2]string]time.Time) {
 	w.warnUnhandled(ctx, warned)
+}
+
+// FreeSlots is how many slots of each of w's queues are free ("" for the
+// slots every queue shares).
+func FreeSlots(w *Worker) map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	free := map[string]int{}
+	for _, l := range w.lanes {
+		free[strings.Join(l.queues, ",")] = l.slots - l.busy
+	}
+	return free
 }

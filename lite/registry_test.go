@@ -59,7 +59,7 @@ func TestUnhandledShowsReadyJobsNoLiveWorkerTakes(t *testing.T) {
 func TestARunningWorkerAnnouncesItselfUntilItStops(t *testing.T) {
 	is := is.New(t)
 	q, _ := mustOpen(t, newFakeClock())
-	w, _, _ := testWorker(t, q, lite.WorkerOptions{Queues: []string{"hooks"}})
+	w, _, _ := testWorker(t, q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{"hooks": {}}})
 	w.Handle("deliver", func(context.Context, *lite.Job) error { return nil })
 	slept := make(chan struct{}, 1)
 	lite.SetIdleHook(w, func() {
@@ -92,7 +92,7 @@ func TestAWorkerWarnsOfJobsNoWorkerTakes(t *testing.T) {
 	clock := newFakeClock()
 	q, _ := mustOpen(t, clock)
 	ctx := t.Context()
-	w, _, logs := testWorker(t, q, lite.WorkerOptions{Queues: []string{"hooks"}})
+	w, _, logs := testWorker(t, q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{"hooks": {}}})
 	is.NoErr(lite.Announce(ctx, q, "me", []string{"hooks"}, []string{"deliver"}, 24*time.Hour))
 	mustEnqueue(t, q, lite.NewJob{Queue: "hooks", Kind: "deliver"})
 	mustEnqueue(t, q, lite.NewJob{Queue: "hooks", Kind: "delivr"})

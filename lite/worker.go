@@ -26,6 +26,7 @@ type Worker struct {
 	handlers map[string]Handler
 	running  atomic.Bool
 	kindList []string // what it leases, fixed when it starts: handlers cannot change while it runs
+	lanes    []*lane  // its slots, by queue
 
 	mu     sync.Mutex
 	active map[leaseKey]*run // runs holding a slot
@@ -35,7 +36,7 @@ type Worker struct {
 	goroutines sync.WaitGroup // every handler goroutine, abandoned ones too
 
 	acks     atomic.Pointer[completer] // group commit of done-acks while running
-	idleHook func()                    // tests: called each time the loop goes to sleep
+	idleHook func()                    // tests: called after each round of leases, once the loop has decided how to wait
 	noWAL    bool                      // tests: poll as if the WAL could not be watched
 }
 
@@ -49,6 +50,7 @@ func NewWorker(q *Queue, opts WorkerOptions) (*Worker, error) {
 		q:        q,
 		opts:     opts,
 		handlers: map[string]Handler{},
+		lanes:    lanesFor(opts),
 		active:   map[leaseKey]*run{},
 		newest:   map[int64]*run{},
 		freed:    make(chan struct{}, 1),
@@ -101,8 +103,9 @@ func (w *Worker) begin() error {
 	return nil
 }
 
-func (w *Worker) lease(ctx context.Context, n int) ([]*Job, error) {
-	return w.q.Lease(ctx, LeaseRequest{Queues: w.opts.Queues, Kinds: w.kindList, Max: n,
+// lease takes up to n jobs for lane l.
+func (w *Worker) lease(ctx context.Context, l *lane, n int) ([]*Job, error) {
+	return w.q.Lease(ctx, LeaseRequest{Queues: l.queues, Kinds: w.kindList, Max: n,
 		LockedBy: w.opts.Identity, StaleAfter: w.opts.StaleAfter})
 }
 
@@ -111,17 +114,31 @@ type Report struct {
 	Leased, Done, Failed, Snoozed, Released, LeaseLost int
 }
 
-// RunOnce leases one batch, up to the free concurrency, runs the handlers
-// with heartbeats, acks each outcome and returns what it did. If ctx ends
-// first the handlers are cancelled and their jobs released.
+// RunOnce leases one batch for each queue with a free slot (one batch of
+// every queue when Queues is empty), each up to that queue's free slots,
+// runs the handlers with heartbeats, acks each outcome and returns what it
+// did. If ctx ends first the handlers are cancelled and their jobs
+// released. If a lease fails, the jobs other queues leased are released
+// unstarted and the error returned.
 func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 	if err := w.begin(); err != nil {
 		return Report{}, err
 	}
 	defer w.running.Store(false)
-	jobs, err := w.lease(ctx, w.free())
-	if err != nil {
-		return Report{}, err
+	batches := make([][]*Job, len(w.lanes))
+	var jobs []*Job
+	for i, l := range w.lanes {
+		free := w.free(l)
+		if free == 0 {
+			continue
+		}
+		batch, err := w.lease(ctx, l, free)
+		batches[i] = batch
+		jobs = append(jobs, batch...)
+		if err != nil {
+			w.releaseUnstarted(jobs)
+			return Report{Leased: len(jobs), Released: len(jobs)}, err
+		}
 	}
 	if ctx.Err() != nil {
 		w.releaseUnstarted(jobs)
@@ -134,9 +151,11 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 	stopBeats := w.every(ctx, w.opts.HeartbeatInterval, w.heartbeatLogged)
 	stopAcks := w.startAcks()
 
-	runs := make([]*run, len(jobs))
-	for i, j := range jobs {
-		runs[i] = w.start(handlerCtx, j)
+	runs := make([]*run, 0, len(jobs))
+	for i, batch := range batches {
+		for _, j := range batch {
+			runs = append(runs, w.start(handlerCtx, w.lanes[i], j))
+		}
 	}
 	w.waitRuns(nil)
 	stopAcks()
@@ -215,21 +234,21 @@ func (w *Worker) Run(ctx context.Context) error {
 // Call it after Run or RunOnce returned.
 func (w *Worker) Wait() { w.goroutines.Wait() }
 
-// free is how many slots are free.
-func (w *Worker) free() int {
+// busy is how many runs hold a slot.
+func (w *Worker) busy() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.opts.Concurrency - len(w.active)
+	return len(w.active)
 }
 
 // waitRuns waits until no run holds a slot, or until deadline fires (nil:
 // never), and reports whether none does.
 func (w *Worker) waitRuns(deadline <-chan time.Time) bool {
-	for w.free() < w.opts.Concurrency {
+	for w.busy() > 0 {
 		select {
 		case <-w.freed:
 		case <-deadline:
-			return w.free() == w.opts.Concurrency
+			return w.busy() == 0
 		}
 	}
 	return true

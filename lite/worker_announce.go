@@ -23,7 +23,7 @@ const announceTimeout = 5 * time.Second
 // removes the row. Failures only cost diagnostics, so they are logged
 // and the worker runs on.
 func (w *Worker) startAnnouncing(ctx context.Context) (stop func()) {
-	a := w.q.newAnnouncement(w.opts.Identity, w.opts.Queues, w.kindList, w.opts.StaleAfter)
+	a := w.q.newAnnouncement(w.opts.Identity, w.opts.queueNames(), w.kindList, w.opts.StaleAfter)
 	if err := a.announce(ctx); err != nil && ctx.Err() == nil {
 		w.opts.Logger.Warn("lite: announcing the worker failed; retrying at the next heartbeat", "err", err)
 	}
@@ -51,7 +51,7 @@ func (w *Worker) startAnnouncing(ctx context.Context) (stop func()) {
 // last warned about; a group that is gone is forgotten, so its return is
 // warned about at once.
 func (w *Worker) warnUnhandled(ctx context.Context, warned map[[2]string]time.Time) {
-	groups, err := w.q.unhandled(ctx, w.opts.Queues)
+	groups, err := w.q.unhandled(ctx, w.opts.queueNames())
 	if err != nil {
 		if ctx.Err() == nil {
 			w.opts.Logger.Warn("lite: looking for unhandled jobs failed", "err", err)

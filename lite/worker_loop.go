@@ -14,60 +14,80 @@ const walSafetyPoll = time.Second
 const leaseRetry = 100 * time.Millisecond
 
 // loop leases whenever a slot is free and work may be there, then sleeps
-// until that may change. Each lease asks for every free slot at once, so
-// a backlog is taken in batches as handlers finish, yet a free slot never
-// waits for another job to finish.
+// until that may change. Each round leases for every lane with a free
+// slot, each lease asking for all of its lane's free slots at once: a
+// backlog is taken in batches as handlers finish, a free slot never waits
+// for another job to finish, and a backlog in one lane never delays
+// another lane's jobs.
 func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, walWrites <-chan struct{}, poll time.Duration) {
-	var nextRunAt time.Time
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		wake := w.q.wakeup.wait()
-		backlog := false // the last lease filled every slot it asked for
-		if free := w.free(); free > 0 {
-			jobs, err := w.lease(ctx, free)
-			if ctx.Err() != nil {
-				// A lease that committed as the worker was told to stop
-				// still hands out its jobs: give them back.
-				w.releaseUnstarted(jobs)
-				return
-			}
-			for _, j := range jobs {
-				w.start(handlerCtx, j)
-			}
-			switch {
-			case err != nil:
-				// Nothing may change in the file to wake the worker (a lock
-				// released by a rollback writes nothing): come back on time.
-				w.opts.Logger.Warn("lite: lease failed; retrying", "err", err, "in", leaseRetry)
-				nextRunAt = w.q.opts.Now().Add(leaseRetry)
-			case len(jobs) == free:
-				backlog = true
-			default:
-				if nextRunAt, err = w.q.nextRunAt(ctx, w.opts.Queues, w.kindList); err != nil && ctx.Err() == nil {
-					w.opts.Logger.Warn("lite: reading the next run_at failed", "err", err)
-				}
-			}
+		if !w.leaseRound(ctx, handlerCtx) {
+			return
 		}
+		s := w.laneState()
 		if w.idleHook != nil {
 			w.idleHook()
 		}
 		var ok bool
 		switch {
-		case w.free() == 0:
+		case !s.anyFree:
 			// Every slot is busy: nothing can be leased until one frees,
 			// whatever comes due or is committed meanwhile.
 			ok = w.waitForSlot(ctx)
-		case backlog:
+		case s.backlog:
 			ok = true // more may wait, and a slot is free again already
 		default:
-			ok = w.waitForWork(ctx, wake, watcher, walWrites, timer, poll, nextRunAt)
+			// A full lane may have a backlog: a slot it frees must not
+			// wait for the other lanes' work.
+			var freed <-chan struct{}
+			if s.anyFull {
+				freed = w.freed
+			}
+			ok = w.waitForWork(ctx, wake, freed, watcher, walWrites, timer, poll, s.nextRunAt)
 		}
 		if !ok {
 			return
 		}
 	}
+}
+
+// leaseRound leases for every lane with a free slot and starts what it
+// got, noting on each lane whether more may wait and when its next
+// scheduled job comes due. It returns false if ctx ended.
+func (w *Worker) leaseRound(ctx, handlerCtx context.Context) bool {
+	for _, l := range w.lanes {
+		free := w.free(l)
+		if free == 0 {
+			continue
+		}
+		jobs, err := w.lease(ctx, l, free)
+		if ctx.Err() != nil {
+			// A lease that committed as the worker was told to stop
+			// still hands out its jobs: give them back.
+			w.releaseUnstarted(jobs)
+			return false
+		}
+		for _, j := range jobs {
+			w.start(handlerCtx, l, j)
+		}
+		l.backlog = err == nil && len(jobs) == free
+		switch {
+		case err != nil:
+			// Nothing may change in the file to wake the worker (a lock
+			// released by a rollback writes nothing): come back on time.
+			w.opts.Logger.Warn("lite: lease failed; retrying", "err", err, "in", leaseRetry)
+			l.nextRunAt = w.q.opts.Now().Add(leaseRetry)
+		case !l.backlog:
+			if l.nextRunAt, err = w.q.nextRunAt(ctx, l.queues, w.kindList); err != nil && ctx.Err() == nil {
+				w.opts.Logger.Warn("lite: reading the next run_at failed", "err", err)
+			}
+		}
+	}
+	return true
 }
 
 // waitForSlot sleeps until a handler frees its slot; false if ctx ended.
@@ -81,10 +101,10 @@ func (w *Worker) waitForSlot(ctx context.Context) bool {
 }
 
 // waitForWork sleeps, with a slot free, until a job may be there to lease:
-// a wake-up from this process, a commit by another process (reported by
-// the WAL watch, or seen by the poll), or the earliest scheduled run_at.
-// It returns false if ctx ended.
-func (w *Worker) waitForWork(ctx context.Context, wake <-chan struct{}, watcher *changeWatcher,
+// a wake-up from this process, a slot freed (when freed is not nil), a
+// commit by another process (reported by the WAL watch, or seen by the
+// poll), or the earliest scheduled run_at. It returns false if ctx ended.
+func (w *Worker) waitForWork(ctx context.Context, wake, freed <-chan struct{}, watcher *changeWatcher,
 	walWrites <-chan struct{}, timer *time.Timer, poll time.Duration, nextRunAt time.Time) bool {
 	for {
 		timer.Reset(w.pollWait(poll, nextRunAt))
@@ -92,6 +112,8 @@ func (w *Worker) waitForWork(ctx context.Context, wake <-chan struct{}, watcher 
 		case <-ctx.Done():
 			return false
 		case <-wake:
+			return true
+		case <-freed:
 			return true
 		case <-walWrites:
 			return true

@@ -4,15 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // WorkerOptions configure a Worker. The zero value of each field is its
 // default; a negative value is an error.
 type WorkerOptions struct {
-	// Queues to take jobs from; empty means every queue.
-	Queues []string
-	// Concurrency is how many handlers run at once. Default 8.
+	// Queues gives each queue the worker serves slots of its own, so a
+	// backlog in one never delays another: each round, the worker leases
+	// for every queue with a free slot. Empty means every queue, sharing
+	// Concurrency slots, leased highest priority first, then oldest
+	// run_at.
+	Queues map[string]QueueConfig
+	// Concurrency: the slots shared by every queue when Queues is empty;
+	// the default Concurrency of each queue in Queues otherwise. Default 8.
 	Concurrency int
 	// HeartbeatInterval is how often the worker renews its leases, all in
 	// one statement. Default 5s.
@@ -51,6 +58,13 @@ type WorkerOptions struct {
 	OnEvent func(Event)
 }
 
+// QueueConfig configures one queue of a Worker.
+type QueueConfig struct {
+	// Concurrency is how many of the queue's jobs run at once in this
+	// worker. Default WorkerOptions.Concurrency.
+	Concurrency int
+}
+
 // Defaults for WorkerOptions.
 const (
 	DefaultConcurrency       = 8
@@ -72,6 +86,11 @@ func (o WorkerOptions) withDefaults(q *Queue) (WorkerOptions, error) {
 	if o.Concurrency == 0 {
 		o.Concurrency = DefaultConcurrency
 	}
+	queues, err := o.queueConfigs()
+	if err != nil {
+		return o, err
+	}
+	o.Queues = queues
 	if o.HeartbeatInterval == 0 {
 		o.HeartbeatInterval = DefaultHeartbeatInterval
 	}
@@ -102,4 +121,27 @@ func (o WorkerOptions) withDefaults(q *Queue) (WorkerOptions, error) {
 		o.Identity = q.opts.Identity
 	}
 	return o, nil
+}
+
+// queueConfigs checks Queues and returns a copy with each default filled
+// in, so that a caller's later change to its map changes nothing here.
+func (o WorkerOptions) queueConfigs() (map[string]QueueConfig, error) {
+	if len(o.Queues) == 0 {
+		return nil, nil
+	}
+	queues := make(map[string]QueueConfig, len(o.Queues))
+	for name, c := range o.Queues {
+		switch {
+		case name == "":
+			return nil, errors.New("worker options: an empty queue name in Queues")
+		case strings.ContainsFunc(name, unicode.IsControl):
+			return nil, fmt.Errorf("worker options: queue %q contains a control character", name)
+		case c.Concurrency < 0:
+			return nil, fmt.Errorf("worker options: negative Concurrency %d for queue %q", c.Concurrency, name)
+		case c.Concurrency == 0:
+			c.Concurrency = o.Concurrency
+		}
+		queues[name] = c
+	}
+	return queues, nil
 }

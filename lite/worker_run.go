@@ -14,9 +14,11 @@ type leaseKey struct{ id, generation int64 }
 
 // run is one job in a handler, under one lease.
 type run struct {
-	job    *Job
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	job     *Job
+	lane    *lane // whose slot it holds
+	vacated bool  // its slot is free again; guarded by Worker.mu
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
 	// settling is set once before anything is written for the run, by
 	// the run itself as it settles or by a shutdown that gives up on it:
 	// whichever sets it owns the run's last write, and a heartbeat that
@@ -28,15 +30,16 @@ type run struct {
 
 func (r *run) key() leaseKey { return leaseKey{r.job.ID, r.job.Generation} }
 
-// start runs j's handler on a goroutine of its own, in a slot. A run of
-// the same job under an older lease is stopped: the new lease proves the
-// old one lost.
-func (w *Worker) start(handlerCtx context.Context, j *Job) *run {
-	r := &run{job: j}
+// start runs j's handler on a goroutine of its own, in a slot of l, the
+// lane that leased it. A run of the same job under an older lease is
+// stopped: the new lease proves the old one lost.
+func (w *Worker) start(handlerCtx context.Context, l *lane, j *Job) *run {
+	r := &run{job: j, lane: l}
 	r.ctx, r.cancel = context.WithCancelCause(handlerCtx)
 	w.mu.Lock()
 	old := w.newest[j.ID]
 	w.active[r.key()] = r
+	l.busy++
 	w.newest[j.ID] = r
 	w.mu.Unlock()
 	if old != nil && !old.settling.Load() {
@@ -57,10 +60,7 @@ func (w *Worker) start(handlerCtx context.Context, j *Job) *run {
 func (w *Worker) finish(r *run) {
 	r.cancel(nil)
 	w.mu.Lock()
-	delete(w.active, r.key())
-	if w.newest[r.job.ID] == r {
-		delete(w.newest, r.job.ID)
-	}
+	w.vacate(r)
 	w.mu.Unlock()
 	select {
 	case w.freed <- struct{}{}:

@@ -29,10 +29,7 @@ func (w *Worker) shutdown(stopHandlers context.CancelCauseFunc) {
 		// timeout: it frees its slot by itself.
 		if r.settling.CompareAndSwap(false, true) {
 			stuck = append(stuck, r)
-			delete(w.active, r.key())
-			if w.newest[r.job.ID] == r {
-				delete(w.newest, r.job.ID)
-			}
+			w.vacate(r)
 		}
 	}
 	w.mu.Unlock()
