@@ -49,14 +49,14 @@ set state = 'done', result = ?, finished_at = ?
 where id = ? and generation = ? and state = 'running'`
 
 // AckDone marks the leased job done with result. If the lease is no longer
-// current it returns ErrLeaseLost and changes nothing: a stale result
-// never becomes the job's result.
+// current it returns a *LeaseLostError (ErrLeaseLost) and changes
+// nothing: a stale result never becomes the job's result.
 func (q *Queue) AckDone(ctx context.Context, l Lease, result []byte) error {
 	if err := q.checkResult(l, result); err != nil {
 		return fmt.Errorf("ack done: %w", err)
 	}
 	if err := q.ackDone(ctx, q.writer(), l, result); err != nil {
-		return fmt.Errorf("ack done: %w", classify(err))
+		return fmt.Errorf("ack done: %w", q.explainLoss(ctx, classify(err), l))
 	}
 	return nil
 }
@@ -137,44 +137,48 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	return results, nil
 }
 
-// Complete runs fn in the transaction that marks the leased job done, so
-// that fn's writes to the same file commit if and only if the lease is
-// still current. The guard runs first: with a lost lease fn is not called,
-// and Complete returns ErrLeaseLost. If fn fails, nothing commits and the
-// job stays running under the lease. fn must write through tx and leave
-// it open: a queue call that writes, made inside fn, waits for the writer
-// this transaction holds, forever.
-func (q *Queue) Complete(ctx context.Context, l Lease, fn func(tx *sql.Tx) error) error {
-	return q.complete(ctx, l, nil, fn)
-}
-
-func (q *Queue) complete(ctx context.Context, l Lease, result []byte, fn func(tx *sql.Tx) error) error {
-	if err := q.checkResult(l, result); err != nil {
-		return fmt.Errorf("complete: %w", err)
-	}
-	if _, err := q.stmts.prepare(ctx, ackDoneSQL); err != nil {
-		return fmt.Errorf("complete: %w", classify(err))
-	}
-	err := q.withTx(ctx, func(tx txConn) error {
-		if err := q.ackDone(ctx, tx, l, result); err != nil {
-			return err
-		}
-		if err := fn(tx.tx); err != nil {
-			if errors.Is(classify(err), ErrBusy) {
-				// This transaction holds the write lock, so only a write on
-				// another connection can wait for it: fn's own, waiting for
-				// the transaction it runs in. Not ErrBusy: a retry would
-				// wait just the same.
-				return fmt.Errorf("a write waited for the ack's own transaction: write through the *sql.Tx given, not Queue.DB() or another connection (%v)", err)
-			}
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("complete: %w", classify(err))
+// Complete marks the leased job done with result, as AckDone does, and
+// runs writes in the same transaction, so that writes to the same file
+// commit if and only if the lease is still current: for code that leases
+// by hand, what CommitWithAck is to a handler. The guard runs first: with
+// a lost lease writes is not called and Complete returns a
+// *LeaseLostError (ErrLeaseLost). If writes fails, nothing commits and the
+// job stays running under the lease. writes may be nil. It must write
+// through tx and leave it open: a queue call that writes, made inside
+// writes, waits for the writer this transaction holds, forever.
+func (q *Queue) Complete(ctx context.Context, l Lease, result []byte, writes func(tx *sql.Tx) error) error {
+	if err := q.complete(ctx, l, result, writes); err != nil {
+		return fmt.Errorf("complete: %w", q.explainLoss(ctx, err, l))
 	}
 	return nil
+}
+
+func (q *Queue) complete(ctx context.Context, l Lease, result []byte, writes func(tx *sql.Tx) error) error {
+	if err := q.checkResult(l, result); err != nil {
+		return err
+	}
+	if _, err := q.stmts.prepare(ctx, ackDoneSQL); err != nil {
+		return classify(err)
+	}
+	err := q.withTx(ctx, func(tx txConn) error {
+		if err := q.ackDone(ctx, tx, l, result); err != nil || writes == nil {
+			return err
+		}
+		return ownWrite(writes(tx.tx))
+	})
+	return classify(err)
+}
+
+// ownWrite explains an error of the caller's writes that ran in one of
+// lite's transactions. That transaction holds the write lock, so only a
+// write on another connection can have waited for it: the writes' own,
+// waiting for the transaction they run in. It is not ErrBusy: a retry
+// would wait just the same.
+func ownWrite(err error) error {
+	if errors.Is(classify(err), ErrBusy) {
+		return fmt.Errorf("a write waited for the ack's own transaction: write through the *sql.Tx given, not Queue.DB() or another connection (%v)", err)
+	}
+	return err
 }
 
 // cutError keeps at most maxErrorBytes of msg, cut between characters so
@@ -199,23 +203,125 @@ set state = case when ?1 or attempts >= max_attempts then 'dead' else 'available
     finished_at = case when ?1 or attempts >= max_attempts then ?3 end,
     errors = json_insert(errors, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?3, 'error', ?4))
-where id = ?5 and generation = ?6 and state = 'running'`
+where id = ?5 and generation = ?6 and state = 'running'
+returning state, run_at, attempts, max_attempts`
+
+// Failure is a failed attempt as recorded: what CommitWithFailure's and
+// Fail's writes are given, and what Fail returns.
+type Failure struct {
+	// Err is the attempt's error. The errors log keeps its first 4 KiB.
+	Err error
+	// Attempt is the attempt that failed, from 1, of MaxAttempts.
+	Attempt, MaxAttempts int
+	// State is available (the job runs again at NextRunAt) or dead.
+	State State
+	// NextRunAt is when the job runs again; zero when it is dead.
+	NextRunAt time.Time
+	// Why is WhyRetryLater, WhyAttemptsSpent or WhyPermanent; or, once
+	// the failure writes failed, WhyFailureWritesFailed.
+	Why Why
+}
 
 // AckFailed records cause as the attempt's error. The job goes back to
 // available after Options.Backoff, or to dead if its attempts are spent or
-// cause is marked Permanent. With a lost lease it returns ErrLeaseLost and
-// changes nothing.
+// cause is marked Permanent. With a lost lease it returns a
+// *LeaseLostError (ErrLeaseLost) and changes nothing. It is Fail without
+// writes, for a caller that needs no more than the error.
 func (q *Queue) AckFailed(ctx context.Context, l Lease, cause error) error {
+	if _, err := q.fail(ctx, l, cause, nil); err != nil {
+		return fmt.Errorf("ack failed: %w", q.explainLoss(ctx, err, l))
+	}
+	return nil
+}
+
+// Fail records cause as the attempt's error, as AckFailed does, and runs
+// writes in the same transaction once the guard matched, given the
+// failure as recorded: for code that leases by hand, what
+// CommitWithFailure is to a handler. The guard runs first: with a lost
+// lease writes is not called and Fail returns a *LeaseLostError
+// (ErrLeaseLost); nothing changes.
+//
+// If writes fails, none of it commits, and Fail records the failure
+// without it: the returned Failure then has Why WhyFailureWritesFailed and
+// an Err that joins cause with the writes' error, which is also what the
+// errors log records. The error Fail returns is nil whenever the failure
+// was recorded, so check Why to know whether writes committed. writes may
+// be nil. It must write through tx and leave it open, as Complete's.
+func (q *Queue) Fail(ctx context.Context, l Lease, cause error, writes func(tx *sql.Tx, f Failure) error) (Failure, error) {
+	f, err := q.fail(ctx, l, cause, writes)
+	if err != nil {
+		return Failure{}, fmt.Errorf("fail: %w", q.explainLoss(ctx, err, l))
+	}
+	return f, nil
+}
+
+// failureWritesError marks the failure writes' own error, so that fail can
+// tell it from the transaction's.
+type failureWritesError struct{ err error }
+
+func (e failureWritesError) Error() string { return "failure writes: " + e.err.Error() }
+func (e failureWritesError) Unwrap() error { return e.err }
+
+func (q *Queue) fail(ctx context.Context, l Lease, cause error, writes func(tx *sql.Tx, f Failure) error) (Failure, error) {
+	if insideAckWrites(ctx) {
+		return Failure{}, errWriteInsideAck
+	}
+	if writes == nil {
+		return q.recordFailure(ctx, q.writer(), l, cause)
+	}
+	if _, err := q.stmts.prepare(ctx, ackFailedSQL); err != nil {
+		return Failure{}, classify(err)
+	}
+	var f Failure
+	err := q.withTx(ctx, func(tx txConn) (err error) {
+		if f, err = q.recordFailure(ctx, tx, l, cause); err != nil {
+			return err
+		}
+		if err := ownWrite(writes(tx.tx, f)); err != nil {
+			return failureWritesError{err}
+		}
+		return nil
+	})
+	var writesFailed failureWritesError
+	switch {
+	case err == nil:
+		return f, nil
+	case !errors.As(err, &writesFailed):
+		return Failure{}, classify(err)
+	}
+	if f, err = q.recordFailure(ctx, q.writer(), l, errors.Join(cause, writesFailed)); err != nil {
+		return Failure{}, err
+	}
+	f.Why = WhyFailureWritesFailed
+	return f, nil
+}
+
+// recordFailure runs ackFailedSQL on c and reads the failure it recorded.
+func (q *Queue) recordFailure(ctx context.Context, c conn, l Lease, cause error) (Failure, error) {
 	msg := "failed"
 	if cause != nil {
 		msg = cutError(cause.Error())
 	}
 	now := q.opts.Now()
 	retryAt := now.Add(q.opts.Backoff(l.Attempt)).UnixMilli()
-	res, err := q.writer().ExecContext(ctx, ackFailedSQL,
-		IsPermanent(cause), retryAt, now.UnixMilli(), msg, l.JobID, l.Generation)
-	if err := checkOwned(res, err, l); err != nil {
-		return fmt.Errorf("ack failed: %w", classify(err))
+	permanent := IsPermanent(cause)
+	f := Failure{Err: cause}
+	var runAt int64
+	err := c.QueryRowContext(ctx, ackFailedSQL, permanent, retryAt, now.UnixMilli(), msg, l.JobID, l.Generation).
+		Scan(&f.State, &runAt, &f.Attempt, &f.MaxAttempts)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Failure{}, leaseLost(l)
+	case err != nil:
+		return Failure{}, classify(err)
 	}
-	return nil
+	switch {
+	case f.State == StateAvailable:
+		f.NextRunAt, f.Why = fromMillis(runAt), WhyRetryLater
+	case permanent:
+		f.Why = WhyPermanent
+	default:
+		f.Why = WhyAttemptsSpent
+	}
+	return f, nil
 }

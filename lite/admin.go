@@ -45,23 +45,27 @@ func joinStates(states []State) string {
 }
 
 // cancelSQL ends an available or running job. A running job changes owner
-// (to nobody), so its generation is bumped and its worker's ack is a no-op.
+// (to nobody), so its generation is bumped and its worker's ack is a
+// no-op; the errors log records the attempt and the generation it voided.
 const cancelSQL = `update lite_jobs
-set state = 'cancelled', finished_at = ?,
-    generation = generation + (state = 'running')
-where id = ? and state in ('available', 'running')
+set state = 'cancelled', finished_at = ?1,
+    generation = generation + (state = 'running'),
+    errors = case when state = 'running' then json_insert(errors, '$[#]', json_object(
+        'attempt', attempts, 'generation', generation, 'at', ?1, 'error', ?2)) else errors end
+where id = ?3 and state in ('available', 'running')
 returning generation`
 
 // Cancel stops a job: an available job never runs, and a running one's
 // lease is voided (its generation bumped), so its worker's ack changes
-// nothing and its next heartbeat tells it to stop. A finished job gives
-// ErrInvalidState.
+// nothing and reports WhyCancelled, and its next heartbeat tells it to
+// stop; the job's errors log records the cancel of a running job. A
+// finished job gives ErrInvalidState.
 func (q *Queue) Cancel(ctx context.Context, id int64) error {
 	var gen int64
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("cancel job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, cancelSQL, q.nowMillis(), id).Scan(&gen)
+	err := q.writer().QueryRowContext(ctx, cancelSQL, q.nowMillis(), cancelledText, id).Scan(&gen)
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateAvailable, StateRunning))
 	}

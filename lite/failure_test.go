@@ -109,7 +109,7 @@ func TestLockStorm(t *testing.T) {
 		is.True(errors.Is(q.Retry(ctx, dead), lite.ErrBusy))
 		_, err = q.ReleaseUnowned(ctx, running)
 		is.True(errors.Is(err, lite.ErrBusy))
-		is.True(errors.Is(q.Complete(ctx, lease, func(*sql.Tx) error { return nil }), lite.ErrBusy))
+		is.True(errors.Is(q.Complete(ctx, lease, nil, func(*sql.Tx) error { return nil }), lite.ErrBusy))
 		release()
 		for id, j := range before {
 			is.Equal(mustGet(t, q, id), j)

@@ -76,7 +76,7 @@ var ownerWrites = []ownerWrite{
 		return q.Release(ctx, l)
 	}},
 	{"complete", func(ctx context.Context, q *lite.Queue, l lite.Lease) error {
-		return q.Complete(ctx, l, func(*sql.Tx) error { return nil })
+		return q.Complete(ctx, l, []byte("stale result"), func(*sql.Tx) error { return nil })
 	}},
 	{"snooze", func(ctx context.Context, q *lite.Queue, l lite.Lease) error {
 		return q.Snooze(ctx, l, time.Minute)
@@ -480,7 +480,7 @@ func TestCompleteIsFenced(t *testing.T) {
 	t.Run("complete with a current lease commits the caller's writes and the ack together", func(t *testing.T) {
 		is := is.New(t)
 		q, id, a := setup(t)
-		is.NoErr(q.Complete(t.Context(), a.Lease(), addNote(id)))
+		is.NoErr(q.Complete(t.Context(), a.Lease(), nil, addNote(id)))
 		is.Equal(countNotes(t, q), 1)
 		is.Equal(mustGet(t, q, id).State, lite.StateDone)
 	})
@@ -488,7 +488,7 @@ func TestCompleteIsFenced(t *testing.T) {
 	t.Run("complete whose fn ends the transaction itself says the outcome is unknown", func(t *testing.T) {
 		is := is.New(t)
 		q, id, a := setup(t)
-		err := q.Complete(t.Context(), a.Lease(), func(tx *sql.Tx) error { return tx.Commit() })
+		err := q.Complete(t.Context(), a.Lease(), nil, func(tx *sql.Tx) error { return tx.Commit() })
 		is.True(err != nil)
 		is.True(strings.Contains(err.Error(), "is unknown")) // not "failed": it did commit
 		is.Equal(mustGet(t, q, id).State, lite.StateDone)
@@ -500,7 +500,7 @@ func TestCompleteIsFenced(t *testing.T) {
 		_, err := q.ReleaseUnowned(t.Context(), id)
 		is.NoErr(err)
 		mustLeaseOne(t, q, "q") // B holds it now
-		err = q.Complete(t.Context(), a.Lease(), addNote(id))
+		err = q.Complete(t.Context(), a.Lease(), nil, addNote(id))
 		is.True(errors.Is(err, lite.ErrLeaseLost))
 		is.Equal(countNotes(t, q), 0)
 		is.Equal(mustGet(t, q, id).State, lite.StateRunning)
@@ -510,7 +510,7 @@ func TestCompleteIsFenced(t *testing.T) {
 		is := is.New(t)
 		q, id, a := setup(t)
 		boom := errors.New("boom")
-		err := q.Complete(t.Context(), a.Lease(), func(tx *sql.Tx) error {
+		err := q.Complete(t.Context(), a.Lease(), nil, func(tx *sql.Tx) error {
 			if err := addNote(id)(tx); err != nil {
 				return err
 			}

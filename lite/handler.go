@@ -15,16 +15,24 @@ import (
 // Handler runs one job. Its context ends when the lease is lost (the cause
 // is ErrLeaseLost), when its timeout passes, or when the worker shuts down
 // (the cause is ErrShutdown). A nil error acks the job done, with the
-// result given to SetResult; an error fails the attempt. Wrap the error
-// with Permanent to bury the job at once, or return Snooze(d) to run it
-// again later without spending an attempt.
+// result given to SetResult and the writes given to CommitWithAck; an
+// error fails the attempt, with the writes given to CommitWithFailure.
+// Wrap the error with Permanent to bury the job at once, or return
+// Snooze(d), wrapped or not, to run it again later without spending an
+// attempt.
+//
+// Shutdown wins over a returned error: once the handler's context ended
+// with ErrShutdown, an error it returns (a Snooze too) releases the job
+// rather than failing it, spending no attempt and running no failure
+// writes, since the error most likely says only that it was stopped. A
+// nil error still acks the job done.
 type Handler func(ctx context.Context, job *Job) error
 
 // ErrShutdown is the cause of a handler's context when its worker stopped
-// before the handler finished. The job is released, not failed. A handler
-// that stops on its own schedule at shutdown (as `lite work` does with
-// its commands) gives its job back the same way by returning an error
-// that wraps ErrShutdown.
+// before the handler finished. The job is released, not failed, whatever
+// error the handler then returns. A handler that stops on its own schedule
+// at shutdown (as `lite work` does with its commands) gives its job back
+// the same way by returning an error that wraps ErrShutdown.
 var ErrShutdown = errors.New("worker shut down")
 
 // errTimeout is the cause of a handler's context when its timeout passed.
@@ -33,35 +41,41 @@ var errTimeout = errors.New("handler timed out")
 // outcomeKey holds the *success a handler fills in for its ack.
 type outcomeKey struct{}
 
-// success is what a handler asks its done-ack to write. A handler may
-// call SetResult and CommitWithAck from any goroutine while it runs.
+// success is what a handler asks the write that settles its run to carry:
+// a result and CommitWithAck writes if it succeeds, CommitWithFailure
+// writes if it fails. A handler may call SetResult, CommitWithAck and
+// CommitWithFailure from any goroutine while it runs.
 type success struct {
-	mu      sync.Mutex
-	result  []byte
-	writes  []func(tx *sql.Tx) error
-	writing atomic.Bool // its writes are running, in the ack's transaction
+	mu         sync.Mutex
+	result     []byte
+	writes     []func(tx *sql.Tx) error
+	failWrites []func(tx *sql.Tx, f Failure) error
+	writing    atomic.Bool // its writes are running, in the settling transaction
 }
 
-// doneAck is a success as the handler left it when it returned.
-type doneAck struct {
-	result  []byte
-	writes  []func(tx *sql.Tx) error
-	writing *atomic.Bool
+// settlement is a success as the handler left it when it returned.
+type settlement struct {
+	result     []byte
+	writes     []func(tx *sql.Tx) error
+	failWrites []func(tx *sql.Tx, f Failure) error
+	writing    *atomic.Bool
 }
 
-func (s *success) snapshot() doneAck {
+func (s *success) snapshot() settlement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return doneAck{result: s.result, writes: slices.Clone(s.writes), writing: &s.writing}
+	return settlement{result: s.result, writes: slices.Clone(s.writes),
+		failWrites: slices.Clone(s.failWrites), writing: &s.writing}
 }
 
 // errWriteInsideAck refuses a queue call that writes, made inside a
-// handler's CommitWithAck writes: it would wait for the queue's writer,
-// which the ack's transaction holds until the writes return.
-var errWriteInsideAck = errors.New("a queue call that writes, inside CommitWithAck's writes, would wait forever for the writer the ack's transaction holds: write through the *sql.Tx given (EnqueueTx for a job)")
+// handler's CommitWithAck or CommitWithFailure writes: it would wait for
+// the queue's writer, which the settling transaction holds until the
+// writes return.
+var errWriteInsideAck = errors.New("a queue call that writes, inside CommitWithAck's or CommitWithFailure's writes, would wait forever for the writer the ack's transaction holds: write through the *sql.Tx given (EnqueueTx for a job)")
 
 // insideAckWrites reports whether ctx is a handler's whose CommitWithAck
-// writes are running now.
+// or CommitWithFailure writes are running now.
 func insideAckWrites(ctx context.Context) bool {
 	s, ok := ctx.Value(outcomeKey{}).(*success)
 	return ok && s.writing.Load()
@@ -69,7 +83,7 @@ func insideAckWrites(ctx context.Context) bool {
 
 // runWrites runs a handler's CommitWithAck writes in order, in the ack's
 // transaction.
-func (d doneAck) runWrites(tx *sql.Tx) error {
+func (d settlement) runWrites(tx *sql.Tx) error {
 	d.writing.Store(true)
 	defer d.writing.Store(false)
 	for _, write := range d.writes {
@@ -80,8 +94,29 @@ func (d doneAck) runWrites(tx *sql.Tx) error {
 	return nil
 }
 
+// failureWrites is a handler's CommitWithFailure writes as one function,
+// which runs them in order in the transaction that records the failure;
+// nil when there are none.
+func (d settlement) failureWrites() func(tx *sql.Tx, f Failure) error {
+	if len(d.failWrites) == 0 {
+		return nil
+	}
+	return func(tx *sql.Tx, f Failure) error {
+		d.writing.Store(true)
+		defer d.writing.Store(false)
+		for _, write := range d.failWrites {
+			if err := write(tx, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // SetResult records result as the job's result when the handler returns
-// nil. It does nothing outside a handler.
+// nil. It combines with CommitWithAck: the result lands in the same
+// transaction as the writes, or neither does. It does nothing outside a
+// handler.
 func SetResult(ctx context.Context, result []byte) {
 	if s, ok := ctx.Value(outcomeKey{}).(*success); ok {
 		s.mu.Lock()
@@ -95,8 +130,9 @@ func SetResult(ctx context.Context, result []byte) {
 // file commit if and only if its lease is still current (see
 // Queue.Complete). A handler may call it more than once: every writes runs,
 // in the order given, in the one transaction. If any fails, nothing
-// commits and the attempt fails with its error. It combines with
-// SetResult. It does nothing outside a handler.
+// commits and the attempt fails with its error (and CommitWithFailure's
+// writes run). It combines with SetResult: the result is stored in the
+// same commit. It does nothing outside a handler.
 //
 // writes must write through the *sql.Tx it is given. The transaction holds
 // the file's write lock, so a write through Queue.DB() or another
@@ -112,13 +148,47 @@ func CommitWithAck(ctx context.Context, writes func(tx *sql.Tx) error) {
 	}
 }
 
-type snoozeError struct{ d time.Duration }
+// CommitWithFailure makes writes run in the transaction that records a
+// failed attempt, once the guard matched: the handler's "failed" or
+// "gone" status in the queue's file commits if and only if the failure
+// does, so it is never best-effort and never written by a worker that
+// lost the lease. writes is given the failure as recorded: its error, the
+// attempt, whether the job retries (State available, at NextRunAt) or is
+// dead, and why.
+//
+// The writes run for an attempt that fails: an error returned (Permanent
+// or not), a panic, a timeout, or a done-ack refused for what the handler
+// gave it (its CommitWithAck writes failing, a result too large). They do
+// not run for a snooze, a release at shutdown (which wins over a returned
+// error), or a lost lease. A handler may call it more than once: every
+// writes runs, in the order given, in the one transaction.
+//
+// If any fails, none of them commits, and the failure is recorded without
+// them: its recorded error joins the attempt's error with the writes', the
+// worker logs it at Error level, and the EventFailed says
+// WhyFailureWritesFailed. writes must write through the *sql.Tx it is
+// given, as CommitWithAck's. It does nothing outside a handler.
+func CommitWithFailure(ctx context.Context, writes func(tx *sql.Tx, f Failure) error) {
+	if s, ok := ctx.Value(outcomeKey{}).(*success); ok {
+		s.mu.Lock()
+		s.failWrites = append(s.failWrites, writes)
+		s.mu.Unlock()
+	}
+}
 
-func (s snoozeError) Error() string { return fmt.Sprintf("snoozed for %s", s.d) }
+// SnoozeError is the error Snooze returns: a handler that returns it,
+// wrapped or not, has its job run again after Delay without spending an
+// attempt. Test for it with errors.As.
+type SnoozeError struct {
+	Delay time.Duration
+}
+
+func (s *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", s.Delay) }
 
 // Snooze is an error a handler returns to run the job again after d,
-// without spending an attempt.
-func Snooze(d time.Duration) error { return snoozeError{d} }
+// without spending an attempt. It still snoozes when wrapped
+// (fmt.Errorf("waiting for the bank: %w", lite.Snooze(time.Minute))).
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
 
 // panicError is a handler's panic, turned into a failed attempt.
 type panicError struct {

@@ -17,31 +17,39 @@ where id = ? and generation = ? and state = 'running'`
 
 // Release gives a lease back (graceful shutdown, a session that expired):
 // the job is available again at once and the attempt is not held against
-// it. With a lost lease it returns ErrLeaseLost and changes nothing.
+// it. With a lost lease it returns a *LeaseLostError (ErrLeaseLost) and
+// changes nothing.
 func (q *Queue) Release(ctx context.Context, l Lease) error {
 	res, err := q.writer().ExecContext(ctx, releaseSQL, l.JobID, l.Generation)
 	if err := checkOwned(res, err, l); err != nil {
-		return fmt.Errorf("release: %w", classify(err))
+		return fmt.Errorf("release: %w", q.explainLoss(ctx, classify(err), l))
 	}
 	q.notify()
 	return nil
 }
 
-const releaseUnownedSQL = `update lite_jobs set ` + releaseSet + `
+// releaseUnownedSQL records the release in the errors log, with the
+// attempt and the generation it voided, so that `lite show` and the lost
+// lease's worker both see what happened; the attempt is refunded all the
+// same.
+const releaseUnownedSQL = `update lite_jobs set ` + releaseSet + `,
+    errors = json_insert(errors, '$[#]', json_object(
+        'attempt', attempts, 'generation', generation, 'at', ?, 'error', ?))
 where id = ? and state = 'running'
 returning generation`
 
 // ReleaseUnowned makes a running job available again without holding its
 // lease: for admins and tools ("run it again now"). It bumps the
 // generation even while a healthy worker holds the job, so that worker's
-// later ack is a no-op. It returns the new generation; a job that is not
-// running gives ErrInvalidState.
+// later ack is a no-op and reports WhyReleased. The job's errors log
+// records it, though the attempt is not held against the job. It returns
+// the new generation; a job that is not running gives ErrInvalidState.
 func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
 	var gen int64
 	if insideAckWrites(ctx) {
 		return 0, fmt.Errorf("release job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, releaseUnownedSQL, id).Scan(&gen)
+	err := q.writer().QueryRowContext(ctx, releaseUnownedSQL, q.nowMillis(), releasedText, id).Scan(&gen)
 	if err != nil {
 		return 0, fmt.Errorf("release job %d: %w", id, q.explain(ctx, id, err, StateRunning))
 	}
@@ -54,16 +62,23 @@ where id = ? and generation = ? and state = 'running'`
 
 // Snooze gives a lease back and makes the job available again after d,
 // without spending an attempt: for a handler that is waiting on something
-// outside. With a lost lease it returns ErrLeaseLost and changes nothing.
+// outside. With a lost lease it returns a *LeaseLostError (ErrLeaseLost)
+// and changes nothing.
 func (q *Queue) Snooze(ctx context.Context, l Lease, d time.Duration) error {
+	_, err := q.snooze(ctx, l, d)
+	return err
+}
+
+// snooze is Snooze, returning when the job may run again.
+func (q *Queue) snooze(ctx context.Context, l Lease, d time.Duration) (time.Time, error) {
 	if d < 0 {
-		return fmt.Errorf("snooze job %d: negative delay %s", l.JobID, d)
+		return time.Time{}, fmt.Errorf("snooze job %d: negative delay %s", l.JobID, d)
 	}
 	runAt := q.opts.Now().Add(d).UnixMilli()
 	res, err := q.writer().ExecContext(ctx, snoozeSQL, runAt, l.JobID, l.Generation)
 	if err := checkOwned(res, err, l); err != nil {
-		return fmt.Errorf("snooze: %w", classify(err))
+		return time.Time{}, fmt.Errorf("snooze: %w", q.explainLoss(ctx, classify(err), l))
 	}
 	q.notify()
-	return nil
+	return fromMillis(runAt), nil
 }

@@ -43,7 +43,11 @@ func (w *Worker) Reclaim(ctx context.Context) error {
 	for _, r := range reclaimed {
 		w.opts.Logger.Warn("lite: reclaimed a job whose heartbeat lapsed",
 			"job_id", r.JobID, "generation", r.Generation, "state", r.State)
-		w.emit(Event{Kind: EventReclaimed, JobID: r.JobID, Generation: r.Generation})
+		ev := Event{Kind: EventReclaimed, JobID: r.JobID, Generation: r.Generation, State: r.State}
+		if r.State == StateAvailable {
+			ev.NextRunAt = w.q.opts.Now() // it keeps its run_at, which has come
+		}
+		w.emit(ev)
 	}
 	return nil
 }

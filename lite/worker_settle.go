@@ -11,79 +11,103 @@ import (
 const ackTimeout = 30 * time.Second
 
 // settle writes the run's outcome under its lease. A lost lease is
-// warn-and-skip: nothing is written, and a warning names both generations.
-func (w *Worker) settle(r *run, err error, done doneAck, elapsed time.Duration) {
+// warn-and-skip: nothing is written, and a warning names both generations
+// and why the lease was lost.
+func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), ackTimeout)
 	defer cancel()
 	l := r.job.Lease()
 	ev := Event{JobID: r.job.ID, Job: r.job, Generation: l.Generation, Elapsed: elapsed}
-	var snooze snoozeError
-	var ackErr error
+	var snooze *SnoozeError
+	var writeErr error
 	switch {
 	case err == nil:
-		ev.Kind, ackErr = EventDone, retryBusy(ctx, func() error { return w.ackDone(ctx, l, done) })
-		if refusedForHandlerOutput(ackErr, done) {
-			if errors.Is(ackErr, ErrTooLarge) {
-				ackErr = Permanent(ackErr) // the same result would be refused again
+		ev.Kind, ev.State = EventDone, StateDone
+		writeErr = retryBusy(ctx, func() error { return w.ackDone(ctx, l, out) })
+		if refusedForHandlerOutput(writeErr, out) {
+			cause := writeErr
+			if errors.Is(cause, ErrTooLarge) {
+				cause = Permanent(cause) // the same result would be refused again
 			}
-			failure := ackErr
-			ev.Kind, ev.Err = EventFailed, failure
-			ackErr = retryBusy(ctx, func() error { return w.q.AckFailed(ctx, l, failure) })
+			writeErr = w.fail(ctx, l, cause, out, &ev)
 		}
 	case errors.Is(context.Cause(r.ctx), ErrShutdown) || errors.Is(err, ErrShutdown):
-		ev.Kind, ackErr = EventReleased, retryBusy(ctx, func() error { return w.q.Release(ctx, l) })
+		ev.Kind, ev.State, ev.NextRunAt = EventReleased, StateAvailable, w.q.opts.Now()
+		writeErr = retryBusy(ctx, func() error { return w.q.Release(ctx, l) })
 	case errors.As(err, &snooze):
-		ev.Kind, ackErr = EventSnoozed, retryBusy(ctx, func() error { return w.q.Snooze(ctx, l, snooze.d) })
+		ev.Kind, ev.State = EventSnoozed, StateAvailable
+		writeErr = retryBusy(ctx, func() (err error) {
+			ev.NextRunAt, err = w.q.snooze(ctx, l, snooze.Delay)
+			return err
+		})
 	default:
-		ev.Kind, ev.Err = EventFailed, err
-		ackErr = retryBusy(ctx, func() error { return w.q.AckFailed(ctx, l, err) })
+		writeErr = w.fail(ctx, l, err, out, &ev)
 	}
 	switch {
-	case errors.Is(ackErr, ErrLeaseLost):
-		ev.Kind, ev.Err = EventLeaseLost, ackErr
-		if j, err := w.q.Get(ctx, r.job.ID); err == nil {
-			ev.CurrentGeneration = j.Generation
+	case errors.Is(writeErr, ErrLeaseLost):
+		var lost *LeaseLostError
+		if !errors.As(writeErr, &lost) || lost.Why == "" {
+			lost = w.q.lossOf(ctx, l) // the group commit's acks do not say why
 		}
+		ev = Event{Kind: EventLeaseLost, JobID: r.job.ID, Job: r.job, Generation: l.Generation,
+			CurrentGeneration: lost.CurrentGeneration, State: lost.State, Why: lost.Why, Err: lost, Elapsed: elapsed}
 		w.opts.Logger.Warn("lite: stale ack skipped: the lease was lost",
 			"job_id", r.job.ID, "kind", r.job.Kind, "lease_generation", l.Generation,
-			"current_generation", ev.CurrentGeneration)
-	case ackErr != nil:
+			"current_generation", ev.CurrentGeneration, "why", ev.Why, "state", ev.State)
+	case writeErr != nil:
 		// The lease stays ours until its heartbeat lapses; then a reclaim
 		// runs the job again.
 		w.opts.Logger.Error("lite: writing a job's outcome failed; it will be reclaimed",
-			"job_id", r.job.ID, "outcome", ev.Kind, "err", ackErr)
-		ev.Kind, ev.Err = EventFailed, ackErr
+			"job_id", r.job.ID, "outcome", ev.Kind, "err", writeErr)
+		ev.Kind, ev.State, ev.NextRunAt, ev.Why, ev.Err = EventFailed, StateRunning, time.Time{}, WhyUnrecorded, writeErr
+	case ev.Why == WhyFailureWritesFailed:
+		w.opts.Logger.Error("lite: job attempt failed, and its failure writes failed: recorded without them",
+			"job_id", r.job.ID, "kind", r.job.Kind, "attempt", l.Attempt, "max_attempts", r.job.MaxAttempts,
+			"generation", l.Generation, "state", ev.State, "err", ev.Err)
 	case ev.Kind == EventFailed:
 		// A job that fails each time must not burn its attempts in silence.
 		w.opts.Logger.Warn("lite: job attempt failed",
 			"job_id", r.job.ID, "kind", r.job.Kind, "attempt", l.Attempt, "max_attempts", r.job.MaxAttempts,
-			"generation", l.Generation, "err", ev.Err)
+			"generation", l.Generation, "why", ev.Why, "err", ev.Err)
 	}
 	r.outcome = ev.Kind
 	w.emit(ev)
+}
+
+// fail records the run's failure with the handler's CommitWithFailure
+// writes, and fills ev in with it.
+func (w *Worker) fail(ctx context.Context, l Lease, cause error, out settlement, ev *Event) error {
+	ev.Kind, ev.Err = EventFailed, cause
+	return retryBusy(ctx, func() error {
+		f, err := w.q.fail(ctx, l, cause, out.failureWrites())
+		if err == nil {
+			ev.State, ev.NextRunAt, ev.Why, ev.Err = f.State, f.NextRunAt, f.Why, f.Err
+		}
+		return err
+	})
 }
 
 // refusedForHandlerOutput reports whether a done-ack was refused for what
 // the handler itself gave it, its CommitWithAck writes failing or a result
 // too large to store, rather than for the lease or the lock. The attempt
 // then fails instead.
-func refusedForHandlerOutput(ackErr error, done doneAck) bool {
+func refusedForHandlerOutput(ackErr error, out settlement) bool {
 	if ackErr == nil || errors.Is(ackErr, ErrLeaseLost) || errors.Is(ackErr, ErrBusy) {
 		return false
 	}
-	return len(done.writes) > 0 || errors.Is(ackErr, ErrTooLarge)
+	return len(out.writes) > 0 || errors.Is(ackErr, ErrTooLarge)
 }
 
-func (w *Worker) ackDone(ctx context.Context, l Lease, done doneAck) error {
-	if len(done.writes) > 0 {
-		return w.q.complete(ctx, l, done.result, done.runWrites)
+func (w *Worker) ackDone(ctx context.Context, l Lease, out settlement) error {
+	if len(out.writes) > 0 {
+		return w.q.complete(ctx, l, out.result, out.runWrites)
 	}
 	if c := w.acks.Load(); c != nil {
-		if err := c.ack(l, done.result); !errors.Is(err, errCompleterStopped) {
+		if err := c.ack(l, out.result); !errors.Is(err, errCompleterStopped) {
 			return err
 		}
 	}
-	return w.q.AckDone(ctx, l, done.result)
+	return w.q.AckDone(ctx, l, out.result)
 }
 
 // startAcks starts group commit for the worker's run; the returned stop

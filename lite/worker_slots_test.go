@@ -63,7 +63,8 @@ func TestAJobLeasedAgainByTheSameWorkerIsANewRun(t *testing.T) {
 	j := mustGet(t, q, id)
 	is.Equal(j.State, lite.StateDone)
 	is.Equal(j.Generation, int64(3)) // never reclaimed
-	is.Equal(len(j.Errors), 0)
+	is.Equal(len(j.Errors), 1)       // the release's record alone: no reclaim, no failure
+	is.Equal(j.Errors[0].Error, "released by an admin")
 }
 
 func TestAShutdownLeavesNothingLeased(t *testing.T) {

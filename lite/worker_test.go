@@ -250,7 +250,8 @@ func TestALostLeaseCancelsTheHandlerWithErrLeaseLost(t *testing.T) {
 	j := mustGet(t, q, id)
 	is.Equal(j.State, lite.StateDone)
 	is.Equal(j.Generation, int64(3))
-	is.Equal(len(j.Errors), 0) // the cancelled run's failure was never written
+	is.Equal(len(j.Errors), 1) // the release's record; the cancelled run's failure was never written
+	is.Equal(j.Errors[0].Error, "released by an admin")
 }
 
 func TestHandlerOutcomes(t *testing.T) {

@@ -1,7 +1,10 @@
 // Command complete shows fenced transactional completion: each handler
 // books a payment in its own table in the queue's file, in the same
-// transaction as its ack. A worker that lost its lease books nothing, so
-// every payment is booked exactly once, however often a job runs.
+// transaction as its ack, and stores a receipt as the job's result. A
+// payment that can never be booked is declined, and the declined row
+// commits with the job's death. A worker that lost its lease writes
+// nothing, so every payment is booked or declined exactly once, however
+// often a job runs.
 package main
 
 import (
@@ -30,7 +33,8 @@ func run(ctx context.Context, path string, out io.Writer) error {
 	}
 	defer q.Close()
 	if _, err := q.DB().ExecContext(ctx, `create table if not exists payments (
-    job integer primary key, cents integer not null)`); err != nil {
+    job integer primary key, cents integer not null);
+create table if not exists declined (job integer primary key, reason text not null)`); err != nil {
 		return err
 	}
 
@@ -40,8 +44,8 @@ func run(ctx context.Context, path string, out io.Writer) error {
 		return err
 	}
 	defer tx.Rollback()
-	for cents := 100; cents <= 500; cents += 100 {
-		if _, err := q.EnqueueTx(ctx, tx, lite.NewJob{Kind: "book", Payload: []byte(strconv.Itoa(cents))}); err != nil {
+	for _, amount := range []string{"100", "200", "300", "400", "500", "a lot"} {
+		if _, err := q.EnqueueTx(ctx, tx, lite.NewJob{Kind: "book", Payload: []byte(amount)}); err != nil {
 			return err
 		}
 	}
@@ -52,9 +56,11 @@ func run(ctx context.Context, path string, out io.Writer) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var left atomic.Int32
-	left.Store(5)
+	left.Store(6)
 	w, err := lite.NewWorker(q, lite.WorkerOptions{OnEvent: func(ev lite.Event) {
-		if ev.Kind == lite.EventDone {
+		// Done or dead, the job is settled for good; a failure to retry
+		// (State available) is not.
+		if ev.State == lite.StateDone || ev.State == lite.StateDead {
 			if left.Add(-1) == 0 {
 				stop()
 			}
@@ -64,14 +70,25 @@ func run(ctx context.Context, path string, out io.Writer) error {
 		return err
 	}
 	w.Handle("book", func(ctx context.Context, job *lite.Job) error {
+		// Registered first, so that every way this attempt can fail
+		// records the decline, in the failure's own transaction, once the
+		// job is dead.
+		lite.CommitWithFailure(ctx, func(tx *sql.Tx, f lite.Failure) error {
+			if f.State != lite.StateDead {
+				return nil // it will be tried again
+			}
+			_, err := tx.ExecContext(ctx, `insert into declined (job, reason) values (?, ?)`, job.ID, f.Err.Error())
+			return err
+		})
 		cents, err := strconv.Atoi(string(job.Payload))
 		if err != nil {
-			return lite.Permanent(err)
+			return lite.Permanent(fmt.Errorf("amount %q: not a number of cents", job.Payload))
 		}
 		lite.CommitWithAck(ctx, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, `insert into payments (job, cents) values (?, ?)`, job.ID, cents)
 			return err
 		})
+		lite.SetResult(ctx, fmt.Appendf(nil, "receipt %d", job.ID)) // lands in the same commit
 		return nil
 	})
 	if err := w.Run(ctx); err != nil {
@@ -83,5 +100,20 @@ func run(ctx context.Context, path string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "%d payments booked, %d cents in all\n", n, total)
-	return nil
+	rows, err := q.DB().QueryContext(context.Background(), `select job, reason from declined order by job`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			job    int64
+			reason string
+		)
+		if err := rows.Scan(&job, &reason); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "job %d declined: %s\n", job, reason)
+	}
+	return rows.Err()
 }
