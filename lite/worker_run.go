@@ -83,7 +83,7 @@ func (w *Worker) emit(ev Event) {
 
 // execute runs the handler and settles its outcome.
 func (w *Worker) execute(r *run) {
-	w.emit(Event{Kind: EventStarted, JobID: r.job.ID, Job: r.job, Generation: r.job.Generation})
+	w.emit(Event{Kind: EventStarted, JobID: r.job.ID, Job: r.job, Generation: r.job.Generation, State: StateRunning})
 	ctx := r.ctx
 	timeout := w.timeout(r.job.Kind)
 	if timeout > 0 {
@@ -109,8 +109,12 @@ func (w *Worker) execute(r *run) {
 		// A shutdown gave up on this handler and released its lease; the
 		// worker may be gone, so nothing more is written.
 		r.outcome = EventLeaseLost
+		readCtx, cancel := context.WithTimeout(context.Background(), ackTimeout)
+		lost := w.q.lossOf(readCtx, r.job.Lease())
+		cancel()
+		lost.Why = WhyAbandoned
 		w.emit(Event{Kind: EventLeaseLost, JobID: r.job.ID, Job: r.job, Generation: r.job.Generation,
-			Err: leaseLost(r.job.Lease()), Elapsed: elapsed})
+			CurrentGeneration: lost.CurrentGeneration, State: lost.State, Why: lost.Why, Err: lost, Elapsed: elapsed})
 		return
 	}
 	w.settle(r, err, done.snapshot(), elapsed)
@@ -128,6 +132,7 @@ func (w *Worker) releaseUnstarted(jobs []*Job) {
 				"job_id", j.ID, "generation", j.Generation, "err", err)
 			continue
 		}
-		w.emit(Event{Kind: EventReleased, JobID: j.ID, Job: j, Generation: j.Generation})
+		w.emit(Event{Kind: EventReleased, JobID: j.ID, Job: j, Generation: j.Generation,
+			State: StateAvailable, NextRunAt: w.q.opts.Now()})
 	}
 }

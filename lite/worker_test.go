@@ -375,7 +375,7 @@ func TestGracefulShutdown(t *testing.T) {
 			return nil
 		})
 		stop := runWorker(t, w)
-		ev.await(t, lite.EventStarted)
+		is.Equal(ev.await(t, lite.EventStarted).State, lite.StateRunning)
 		go func() { close(proceed) }()
 		stop()
 		is.Equal(mustGet(t, q, id).State, lite.StateDone)
@@ -423,7 +423,10 @@ func TestGracefulShutdown(t *testing.T) {
 		is.True(strings.Contains(logs.String(), "handler ignored shutdown"))
 
 		close(stuck)
-		ev.await(t, lite.EventLeaseLost)
+		lost := ev.await(t, lite.EventLeaseLost)
+		is.Equal(lost.Why, lite.WhyAbandoned)
+		is.Equal(lost.State, lite.StateAvailable)
+		is.Equal(lost.CurrentGeneration, int64(2))
 		is.Equal(mustGet(t, q, id), j) // the late ack changed nothing
 	})
 }
