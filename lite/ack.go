@@ -44,9 +44,14 @@ func checkOwned(res sql.Result, err error, l Lease) error {
 	return nil
 }
 
-const ackDoneSQL = `update lite_jobs
+var ackDoneSQL = stmt{
+	sqlite: `update lite_jobs
 set state = 'done', result = ?, finished_at = ?
-where id = ? and generation = ? and state = 'running'`
+where id = ? and generation = ? and state = 'running'`,
+	postgres: `update lite_jobs
+set state = 'done', result = $1, finished_at = $2
+where id = $3 and generation = $4 and state = 'running'`,
+}
 
 // AckDone marks the leased job done with result. If the lease is no longer
 // current it returns a *LeaseLostError (ErrLeaseLost) and changes
@@ -73,7 +78,7 @@ func (q *Queue) ackDone(ctx context.Context, c conn, l Lease, result []byte) err
 	if len(result) == 0 {
 		result = nil // an empty result is no result, stored as null
 	}
-	res, err := c.ExecContext(ctx, ackDoneSQL, result, q.nowMillis(), l.JobID, l.Generation)
+	res, err := c.ExecContext(ctx, q.sql(ackDoneSQL), result, q.nowMillis(), l.JobID, l.Generation)
 	return checkOwned(res, err, l)
 }
 
@@ -157,7 +162,7 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, writes fun
 	if err := q.checkResult(l, result); err != nil {
 		return err
 	}
-	if _, err := q.stmts.prepare(ctx, ackDoneSQL); err != nil {
+	if _, err := q.stmts.prepare(ctx, q.sql(ackDoneSQL)); err != nil {
 		return classify(err)
 	}
 	err := q.withTx(ctx, func(tx txConn) error {

@@ -132,6 +132,7 @@ func DefaultIdentity() string {
 
 // Queue is a job queue in one SQLite file. It is safe for concurrent use.
 type Queue struct {
+	engine engine
 	opts   Options
 	path   string  // the database file; empty for an in-memory database
 	w      *sql.DB // the one writer connection
