@@ -18,7 +18,10 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-//go:embed migrations/*.sql
+// Each engine has its own migrations, with the same versions and names:
+// migration N makes the same change on both.
+//
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
 var migrationFiles embed.FS
 
 type migration struct {
@@ -29,20 +32,21 @@ type migration struct {
 
 // loadMigrations reads the embedded migrations, named NNNN_name.sql, in
 // version order.
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+func loadMigrations(e engine) ([]migration, error) {
+	dir := path.Join("migrations", e.String())
+	entries, err := fs.ReadDir(migrationFiles, dir)
 	if err != nil {
 		return nil, err
 	}
 	var ms []migration
-	for _, e := range entries {
-		base := strings.TrimSuffix(e.Name(), ".sql")
+	for _, entry := range entries {
+		base := strings.TrimSuffix(entry.Name(), ".sql")
 		num, name, ok := strings.Cut(base, "_")
 		version, err := strconv.Atoi(num)
 		if !ok || err != nil || version <= 0 {
-			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", e.Name())
+			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", entry.Name())
 		}
-		body, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
+		body, err := migrationFiles.ReadFile(path.Join(dir, entry.Name()))
 		if err != nil {
 			return nil, err
 		}
@@ -57,9 +61,10 @@ func loadMigrations() ([]migration, error) {
 	return ms, nil
 }
 
-// SchemaVersion is the schema version this lite creates and understands.
+// SchemaVersion is the schema version this lite creates and understands,
+// the same on every engine.
 func SchemaVersion() int {
-	ms, err := loadMigrations()
+	ms, err := loadMigrations(engineSQLite)
 	if err != nil {
 		return 0
 	}
@@ -125,7 +130,7 @@ func referenceSchema(ctx context.Context) ([][]schemaObject, error) {
 }
 
 func buildReference(ctx context.Context) ([][]schemaObject, error) {
-	ms, err := loadMigrations()
+	ms, err := loadMigrations(engineSQLite)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +228,14 @@ func sameObjects(got, want []schemaObject) error {
 // Calling it again on its own result changes nothing, so a method may
 // classify whatever error its statements returned.
 func classify(err error) error {
+	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrFull) {
+		return err
+	}
+	if code, ok := sqlState(err); ok {
+		return classifyServer(err, code)
+	}
 	var se *sqlite.Error
-	if !errors.As(err, &se) || errors.Is(err, ErrBusy) || errors.Is(err, ErrFull) {
+	if !errors.As(err, &se) {
 		return err
 	}
 	switch se.Code() & 0xff { // the primary code, without the extended bits
@@ -247,7 +258,7 @@ func (q *Queue) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ms, err := loadMigrations()
+	ms, err := loadMigrations(engineSQLite)
 	if err != nil {
 		return err
 	}
