@@ -32,26 +32,28 @@ type nameless struct{}
 func (nameless) Kind() string { return "" }
 
 func TestTypedArgsRoundTrip(t *testing.T) {
-	is := is.New(t)
-	q, _ := mustOpen(t, newFakeClock())
-	ctx := t.Context()
-	good, err := lite.EnqueueArgs(ctx, q, welcome{To: "ada@example.com"})
-	is.NoErr(err)
-	j := mustGet(t, q, good)
-	is.Equal(j.Kind, "welcome")
-	is.Equal(string(j.Payload), `{"to":"ada@example.com"}`)
-	bad := mustEnqueue(t, q, lite.NewJob{Kind: "welcome", Payload: []byte("{not json")})
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		ctx := t.Context()
+		good, err := lite.EnqueueArgs(ctx, q, welcome{To: "ada@example.com"})
+		is.NoErr(err)
+		j := mustGet(t, q, good)
+		is.Equal(j.Kind, "welcome")
+		is.Equal(string(j.Payload), `{"to":"ada@example.com"}`)
+		bad := mustEnqueue(t, q, lite.NewJob{Kind: "welcome", Payload: []byte("{not json")})
 
-	w, _, _ := testWorker(t, q, lite.WorkerOptions{})
-	lite.HandleArgs(w, func(ctx context.Context, _ *lite.Job, args welcome) error {
-		lite.SetResult(ctx, []byte("sent to "+args.To))
-		return nil
+		w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+		lite.HandleArgs(w, func(ctx context.Context, _ *lite.Job, args welcome) error {
+			lite.SetResult(ctx, []byte("sent to "+args.To))
+			return nil
+		})
+		rep, err := w.RunOnce(ctx)
+		is.NoErr(err)
+		is.Equal(rep, lite.Report{Leased: 2, Done: 1, Failed: 1})
+		is.Equal(string(mustGet(t, q, good).Result), "sent to ada@example.com")
+		is.Equal(mustGet(t, q, bad).State, lite.StateDead) // no retry can fix a bad payload
 	})
-	rep, err := w.RunOnce(ctx)
-	is.NoErr(err)
-	is.Equal(rep, lite.Report{Leased: 2, Done: 1, Failed: 1})
-	is.Equal(string(mustGet(t, q, good).Result), "sent to ada@example.com")
-	is.Equal(mustGet(t, q, bad).State, lite.StateDead) // no retry can fix a bad payload
 }
 
 func TestJobOfTakesDefaultsFromTheType(t *testing.T) {
@@ -106,29 +108,31 @@ func TestJobOfRefusesWhatContradictsTheType(t *testing.T) {
 }
 
 func TestEnqueueArgsTxCommitsWithTheTransaction(t *testing.T) {
-	is := is.New(t)
-	q, _ := mustOpen(t, newFakeClock())
-	ctx := t.Context()
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		ctx := t.Context()
 
-	tx, err := q.DB().BeginTx(ctx, nil)
-	is.NoErr(err)
-	gone, err := lite.EnqueueArgsTx(ctx, q, tx, welcome{To: "rolled@back"})
-	is.NoErr(err)
-	is.NoErr(tx.Rollback())
-	_, err = q.Get(ctx, gone)
-	is.True(err != nil) // a rolled-back enqueue leaves no job
+		tx, err := q.DB().BeginTx(ctx, nil)
+		is.NoErr(err)
+		gone, err := lite.EnqueueArgsTx(ctx, q, tx, welcome{To: "rolled@back"})
+		is.NoErr(err)
+		is.NoErr(tx.Rollback())
+		_, err = q.Get(ctx, gone)
+		is.True(err != nil) // a rolled-back enqueue leaves no job
 
-	tx, err = q.DB().BeginTx(ctx, nil)
-	is.NoErr(err)
-	kept, err := lite.EnqueueArgsTx(ctx, q, tx, invoice{Customer: 1})
-	is.NoErr(err)
-	is.NoErr(tx.Commit())
-	j := mustGet(t, q, kept)
-	is.Equal(j.Kind, "invoice")
-	is.Equal(j.Queue, "billing")
+		tx, err = q.DB().BeginTx(ctx, nil)
+		is.NoErr(err)
+		kept, err := lite.EnqueueArgsTx(ctx, q, tx, invoice{Customer: 1})
+		is.NoErr(err)
+		is.NoErr(tx.Commit())
+		j := mustGet(t, q, kept)
+		is.Equal(j.Kind, "invoice")
+		is.Equal(j.Queue, "billing")
 
-	_, err = lite.EnqueueArgsTx(ctx, q, nil, welcome{}, lite.NewJob{Kind: "other"})
-	is.True(err != nil && strings.Contains(err.Error(), "another kind")) // refused before the tx is touched
+		_, err = lite.EnqueueArgsTx(ctx, q, nil, welcome{}, lite.NewJob{Kind: "other"})
+		is.True(err != nil && strings.Contains(err.Error(), "another kind")) // refused before the tx is touched
+	})
 }
 
 func TestHandleArgsRefusesAnEmptyKind(t *testing.T) {

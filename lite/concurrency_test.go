@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,58 +177,60 @@ func scaled(n int) int {
 }
 
 func TestConcurrentLeasing(t *testing.T) {
-	n := scaled(1000)
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		n := scaled(1000)
 
-	t.Run("many goroutines on one queue lease every job exactly once", func(t *testing.T) {
-		q := mustOpenOpts(t, filepath.Join(t.TempDir(), "q.db"), fast)
-		enqueueN(t, q, n)
-		assertEachOnceAndDone(t, q, leaseAll(t, []*lite.Queue{q}, 16, n), n)
-	})
+		t.Run("many goroutines on one queue lease every job exactly once", func(t *testing.T) {
+			q, _ := e.open(t, fast)
+			enqueueN(t, q, n)
+			assertEachOnceAndDone(t, q, leaseAll(t, []*lite.Queue{q}, 16, n), n)
+		})
 
-	t.Run("two queues on one file in one process lease every job exactly once", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "q.db")
-		q := mustOpenOpts(t, path, fast)
-		other := mustOpenOpts(t, path, fast)
-		enqueueN(t, q, n)
-		assertEachOnceAndDone(t, q, leaseAll(t, []*lite.Queue{q, other}, 8, n), n)
+		t.Run("two queues on one database in one process lease every job exactly once", func(t *testing.T) {
+			q, dsn := e.open(t, fast)
+			other := mustOpenOpts(t, dsn, fast)
+			enqueueN(t, q, n)
+			assertEachOnceAndDone(t, q, leaseAll(t, []*lite.Queue{q, other}, 8, n), n)
+		})
 	})
 }
 
 func TestTwoProcessesLeaseEachJobOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	is := is.New(t)
-	path := filepath.Join(t.TempDir(), "shared.db")
-	q := mustOpenOpts(t, path, fast)
-	n := scaled(2000)
-	enqueueN(t, q, n)
-
-	exe, err := os.Executable()
-	is.NoErr(err)
-	var outs [2]bytes.Buffer
-	var cmds [2]*exec.Cmd
-	for i := range cmds {
-		cmds[i] = exec.CommandContext(t.Context(), exe)
-		cmds[i].Env = append(os.Environ(), "LITE_TEST_LEASER="+path, "LITE_TEST_LEASE_LIMIT="+strconv.Itoa(n))
-		cmds[i].Stdout = &outs[i]
-		cmds[i].Stderr = os.Stderr
-		is.NoErr(cmds[i].Start())
-	}
-	for _, c := range cmds {
-		is.NoErr(c.Wait())
-	}
-
-	leased := map[int64]int{}
-	for _, out := range outs {
-		for line := range strings.Lines(out.String()) {
-			var id, gen int64
-			if _, err := fmt.Sscan(line, &id, &gen); err != nil {
-				t.Fatalf("bad line %q: %v", line, err)
-			}
-			is.Equal(gen, int64(1)) // nothing was ever reclaimed or released
-			leased[id]++
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		if testing.Short() {
+			t.Skip("starts processes")
 		}
-	}
-	assertEachOnceAndDone(t, q, leased, n)
+		is := is.New(t)
+		q, dsn := e.open(t, fast)
+		n := scaled(2000)
+		enqueueN(t, q, n)
+
+		exe, err := os.Executable()
+		is.NoErr(err)
+		var outs [2]bytes.Buffer
+		var cmds [2]*exec.Cmd
+		for i := range cmds {
+			cmds[i] = exec.CommandContext(t.Context(), exe)
+			cmds[i].Env = append(os.Environ(), "LITE_TEST_LEASER="+dsn, "LITE_TEST_LEASE_LIMIT="+strconv.Itoa(n))
+			cmds[i].Stdout = &outs[i]
+			cmds[i].Stderr = os.Stderr
+			is.NoErr(cmds[i].Start())
+		}
+		for _, c := range cmds {
+			is.NoErr(c.Wait())
+		}
+
+		leased := map[int64]int{}
+		for _, out := range outs {
+			for line := range strings.Lines(out.String()) {
+				var id, gen int64
+				if _, err := fmt.Sscan(line, &id, &gen); err != nil {
+					t.Fatalf("bad line %q: %v", line, err)
+				}
+				is.Equal(gen, int64(1)) // nothing was ever reclaimed or released
+				leased[id]++
+			}
+		}
+		assertEachOnceAndDone(t, q, leased, n)
+	})
 }

@@ -2,6 +2,8 @@ package lite_test
 
 import (
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +40,36 @@ func mustOpen(tb testing.TB, clock *fakeClock) (*lite.Queue, string) {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "lite.db")
 	return mustOpenPath(tb, path, clock), path
+}
+
+// mustOpen opens a fresh, empty queue on e with the clock (nil: the
+// engine's own) and returns it with the dsn that opens it again.
+func (e testEngine) mustOpen(tb testing.TB, clock *fakeClock) (*lite.Queue, string) {
+	tb.Helper()
+	opts := lite.Options{}
+	if clock != nil {
+		opts.Now = clock.Now
+	}
+	return e.open(tb, opts)
+}
+
+// sql is a test's own statement, written with SQLite's ? placeholders, in
+// e's dialect: PostgreSQL numbers them, $1, $2, …
+func (e testEngine) sql(query string) string {
+	if e.name != "postgres" {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func mustOpenPath(tb testing.TB, path string, clock *fakeClock) *lite.Queue {
@@ -88,4 +120,13 @@ func mustGet(tb testing.TB, q *lite.Queue, id int64) *lite.Job {
 		tb.Fatalf("get: %v", err)
 	}
 	return j
+}
+
+// serialKey is the type of a test table's first column that numbers its
+// rows in the order they were inserted.
+func (e testEngine) serialKey() string {
+	if e.name == "postgres" {
+		return "bigserial primary key"
+	}
+	return "integer primary key"
 }

@@ -197,26 +197,28 @@ func TestJobJSON(t *testing.T) {
 }
 
 func TestJobJSONOfAStoredJob(t *testing.T) {
-	is := is.New(t)
-	clock := newFakeClock()
-	q, _ := mustOpen(t, clock)
-	ctx := t.Context()
-	id := mustEnqueue(t, q, lite.NewJob{Queue: "q", Payload: []byte{0xfe}, UniqueKey: "k", MaxAttempts: 3})
-	a := mustLeaseOne(t, q, "q")
-	is.NoErr(q.AckFailed(ctx, a.Lease(), errors.New("first")))
-	clock.Advance(time.Hour)
-	b := mustLeaseOne(t, q, "q")
-	is.NoErr(q.AckDone(ctx, b.Lease(), []byte("ok")))
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		ctx := t.Context()
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "q", Payload: []byte{0xfe}, UniqueKey: "k", MaxAttempts: 3})
+		a := mustLeaseOne(t, q, "q")
+		is.NoErr(q.AckFailed(ctx, a.Lease(), errors.New("first")))
+		clock.Advance(time.Hour)
+		b := mustLeaseOne(t, q, "q")
+		is.NoErr(q.AckDone(ctx, b.Lease(), []byte("ok")))
 
-	j := mustGet(t, q, id)
-	is.Equal(roundTrip(t, *j), inUTC(*j)) // every field the queue fills survives
-	var fields map[string]any
-	out, err := json.Marshal(j)
-	is.NoErr(err)
-	is.NoErr(json.Unmarshal(out, &fields))
-	is.Equal(fields["payload_base64"], "/g==")
-	is.Equal(fields["result"], "ok")
-	is.Equal(fields["finished_at"], "2026-01-02T04:04:05Z") // the fake clock's hour later, in UTC
+		j := mustGet(t, q, id)
+		is.Equal(roundTrip(t, *j), inUTC(*j)) // every field the queue fills survives
+		var fields map[string]any
+		out, err := json.Marshal(j)
+		is.NoErr(err)
+		is.NoErr(json.Unmarshal(out, &fields))
+		is.Equal(fields["payload_base64"], "/g==")
+		is.Equal(fields["result"], "ok")
+		is.Equal(fields["finished_at"], "2026-01-02T04:04:05Z") // the fake clock's hour later, in UTC
+	})
 }
 
 func TestQueueStatsJSON(t *testing.T) {
@@ -257,20 +259,22 @@ func TestQueueStatsJSON(t *testing.T) {
 	})
 
 	t.Run("a queue's stats survive the round trip as Stats returns them", func(t *testing.T) {
-		is := is.New(t)
-		clock := newFakeClock()
-		q, _ := mustOpen(t, clock)
-		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
-		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
-		mustLeaseOne(t, q, "q")
-		clock.Advance(2 * time.Second)
-		stats, err := q.Stats(t.Context())
-		is.NoErr(err)
-		b, err := json.Marshal(stats)
-		is.NoErr(err)
-		var back []lite.QueueStats
-		is.NoErr(json.Unmarshal(b, &back))
-		is.Equal(back, stats)
-		is.Equal(back[0].OldestReady, 2*time.Second)
+		forEachEngine(t, func(t *testing.T, e testEngine) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+			mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+			mustLeaseOne(t, q, "q")
+			clock.Advance(2 * time.Second)
+			stats, err := q.Stats(t.Context())
+			is.NoErr(err)
+			b, err := json.Marshal(stats)
+			is.NoErr(err)
+			var back []lite.QueueStats
+			is.NoErr(json.Unmarshal(b, &back))
+			is.Equal(back, stats)
+			is.Equal(back[0].OldestReady, 2*time.Second)
+		})
 	})
 }

@@ -105,153 +105,163 @@ func awaitStarted(t *testing.T, ev *events, id int64) {
 }
 
 func TestABacklogInOneQueueNeverDelaysAnother(t *testing.T) {
-	is := is.New(t)
-	q, _ := mustOpen(t, newFakeClock())
-	// One job enqueued, cloned 9,999 times in one statement: 10,000
-	// enqueues take seconds under the race detector.
-	first := mustEnqueue(t, q, lite.NewJob{Queue: "a"})
-	_, err := lite.WriterDB(q).ExecContext(t.Context(), `insert into lite_jobs
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		// One job enqueued, cloned 9,999 times in one statement: 10,000
+		// enqueues take seconds under the race detector.
+		first := mustEnqueue(t, q, lite.NewJob{Queue: "a"})
+		_, err := lite.WriterDB(q).ExecContext(t.Context(), e.sql(`insert into lite_jobs
     (queue, kind, payload, priority, run_at, max_attempts, created_at)
 with recursive n(i) as (select 1 union all select i + 1 from n where i < 9999)
-select queue, kind, payload, priority, run_at, max_attempts, created_at from lite_jobs, n where id = ?`, first)
-	is.NoErr(err)
-	stats, err := q.Stats(t.Context())
-	is.NoErr(err)
-	is.Equal(stats[0].Counts[lite.StateAvailable], int64(10_000))
-	// Due as soon as the backlog and behind all of it in lease order
-	// (priority, run_at, id): a worker leasing across both queues would
-	// take it after 10,000 others.
-	b := mustEnqueue(t, q, lite.NewJob{Queue: "b"})
+select queue, kind, payload, priority, run_at, max_attempts, created_at from lite_jobs, n where id = ?`), first)
+		is.NoErr(err)
+		stats, err := q.Stats(t.Context())
+		is.NoErr(err)
+		is.Equal(stats[0].Counts[lite.StateAvailable], int64(10_000))
+		// Due as soon as the backlog and behind all of it in lease order
+		// (priority, run_at, id): a worker leasing across both queues would
+		// take it after 10,000 others.
+		b := mustEnqueue(t, q, lite.NewJob{Queue: "b"})
 
-	w, ev, _ := testWorker(t, q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{
-		"a": {Concurrency: 4},
-		"b": {Concurrency: 1},
-	}})
-	type state struct {
-		state lite.State
-		err   error
-	}
-	firstRound := make(chan state, 1)
-	var once sync.Once
-	lite.SetIdleHook(w, func() {
-		once.Do(func() {
-			j, err := q.Get(t.Context(), b)
-			if err != nil {
-				firstRound <- state{err: err}
-				return
-			}
-			firstRound <- state{state: j.State}
+		w, ev, _ := testWorker(t, q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{
+			"a": {Concurrency: 4},
+			"b": {Concurrency: 1},
+		}})
+		type state struct {
+			state lite.State
+			err   error
+		}
+		firstRound := make(chan state, 1)
+		var once sync.Once
+		lite.SetIdleHook(w, func() {
+			once.Do(func() {
+				j, err := q.Get(t.Context(), b)
+				if err != nil {
+					firstRound <- state{err: err}
+					return
+				}
+				firstRound <- state{state: j.State}
+			})
 		})
-	})
-	runGated(t, w)
+		runGated(t, w)
 
-	// why: the loop calls the hook once it has leased for every queue with
-	// a free slot, so this is b's state after the first round of leases
-	is.Equal(recv(t, firstRound), state{state: lite.StateRunning})
-	awaitStarted(t, ev, b)
-	is.Equal(running(t, q), map[string]int64{"a": 4, "b": 1})
+		// why: the loop calls the hook once it has leased for every queue with
+		// a free slot, so this is b's state after the first round of leases
+		is.Equal(recv(t, firstRound), state{state: lite.StateRunning})
+		awaitStarted(t, ev, b)
+		is.Equal(running(t, q), map[string]int64{"a": 4, "b": 1})
+	})
 }
 
 func TestEachQueueOfAWorkerHasSlotsOfItsOwn(t *testing.T) {
-	t.Run("no queue runs more jobs at once than its own slots", func(t *testing.T) {
-		is := is.New(t)
-		q, _ := mustOpen(t, newFakeClock())
-		a := enqueueIn(t, q, "a", 5)
-		enqueueIn(t, q, "b", 5)
-		w, ev, _ := testWorker(t, q, lite.WorkerOptions{
-			Concurrency: 3, // b's, by default
-			Queues:      map[string]lite.QueueConfig{"a": {Concurrency: 2}, "b": {}},
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("no queue runs more jobs at once than its own slots", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			a := enqueueIn(t, q, "a", 5)
+			enqueueIn(t, q, "b", 5)
+			w, ev, _ := testWorker(t, q, lite.WorkerOptions{
+				Concurrency: 3, // b's, by default
+				Queues:      map[string]lite.QueueConfig{"a": {Concurrency: 2}, "b": {}},
+			})
+			idle := idleSnapshots(w)
+			g := runGated(t, w)
+
+			is.Equal(recv(t, idle), map[string]int{"a": 0, "b": 0}) // the first round filled both
+			is.Equal(running(t, q), map[string]int64{"a": 2, "b": 3})
+
+			g.open(a[0])
+			awaitStarted(t, ev, a[2]) // a's next job takes a's freed slot
+			is.Equal(running(t, q), map[string]int64{"a": 2, "b": 3})
 		})
-		idle := idleSnapshots(w)
-		g := runGated(t, w)
 
-		is.Equal(recv(t, idle), map[string]int{"a": 0, "b": 0}) // the first round filled both
-		is.Equal(running(t, q), map[string]int64{"a": 2, "b": 3})
+		t.Run("a slot freed in a full queue is filled at once while another queue's slots wait for work", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			a := enqueueIn(t, q, "a", 3)
+			b := mustEnqueue(t, q, lite.NewJob{Queue: "b"})
+			w, ev, _ := testWorker(t, q, lite.WorkerOptions{
+				Queues: map[string]lite.QueueConfig{"a": {Concurrency: 2}, "b": {Concurrency: 3}},
+				// No poll, no WAL watch, and nothing written that wakes a
+				// worker: only the freed slot itself can wake the loop.
+				PollInterval: time.Hour,
+			})
+			lite.PollOnly(w)
+			idle := idleSnapshots(w)
+			g := runGated(t, w)
 
-		g.open(a[0])
-		awaitStarted(t, ev, a[2]) // a's next job takes a's freed slot
-		is.Equal(running(t, q), map[string]int64{"a": 2, "b": 3})
-	})
-
-	t.Run("a slot freed in a full queue is filled at once while another queue's slots wait for work", func(t *testing.T) {
-		is := is.New(t)
-		q, _ := mustOpen(t, newFakeClock())
-		a := enqueueIn(t, q, "a", 3)
-		b := mustEnqueue(t, q, lite.NewJob{Queue: "b"})
-		w, ev, _ := testWorker(t, q, lite.WorkerOptions{
-			Queues: map[string]lite.QueueConfig{"a": {Concurrency: 2}, "b": {Concurrency: 3}},
-			// No poll, no WAL watch, and nothing written that wakes a
-			// worker: only the freed slot itself can wake the loop.
-			PollInterval: time.Hour,
+			// why: a is full with a job waiting and b has free slots and
+			// nothing to do, so the loop waits for work, not for a slot
+			is.Equal(recv(t, idle), map[string]int{"a": 0, "b": 2})
+			awaitStarted(t, ev, b)
+			g.open(a[0])
+			awaitStarted(t, ev, a[2])
+			is.Equal(running(t, q), map[string]int64{"a": 2, "b": 1})
 		})
-		lite.PollOnly(w)
-		idle := idleSnapshots(w)
-		g := runGated(t, w)
-
-		// why: a is full with a job waiting and b has free slots and
-		// nothing to do, so the loop waits for work, not for a slot
-		is.Equal(recv(t, idle), map[string]int{"a": 0, "b": 2})
-		awaitStarted(t, ev, b)
-		g.open(a[0])
-		awaitStarted(t, ev, a[2])
-		is.Equal(running(t, q), map[string]int64{"a": 2, "b": 1})
 	})
 }
 
 func TestAWorkerWithNoQueuesSharesItsSlotsAcrossEveryQueue(t *testing.T) {
-	is := is.New(t)
-	q, _ := mustOpen(t, newFakeClock())
-	x := enqueueIn(t, q, "x", 3)
-	y := enqueueIn(t, q, "y", 2)
-	w, ev, _ := testWorker(t, q, lite.WorkerOptions{Concurrency: 3})
-	idle := idleSnapshots(w)
-	g := runGated(t, w)
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		x := enqueueIn(t, q, "x", 3)
+		y := enqueueIn(t, q, "y", 2)
+		w, ev, _ := testWorker(t, q, lite.WorkerOptions{Concurrency: 3})
+		idle := idleSnapshots(w)
+		g := runGated(t, w)
 
-	is.Equal(recv(t, idle), map[string]int{"": 0})
-	// why: one pool in lease order, so x's three older jobs take every slot
-	is.Equal(running(t, q), map[string]int64{"x": 3, "y": 0})
-	g.open(x[0])
-	awaitStarted(t, ev, y[0]) // x's freed slot is y's
-	is.Equal(running(t, q), map[string]int64{"x": 2, "y": 1})
+		is.Equal(recv(t, idle), map[string]int{"": 0})
+		// why: one pool in lease order, so x's three older jobs take every slot
+		is.Equal(running(t, q), map[string]int64{"x": 3, "y": 0})
+		g.open(x[0])
+		awaitStarted(t, ev, y[0]) // x's freed slot is y's
+		is.Equal(running(t, q), map[string]int64{"x": 2, "y": 1})
+	})
 }
 
 func TestRunOnceLeasesOneBatchForEachQueue(t *testing.T) {
-	is := is.New(t)
-	q, _ := mustOpen(t, newFakeClock())
-	enqueueIn(t, q, "a", 5)
-	enqueueIn(t, q, "b", 3)
-	w, _, _ := testWorker(t, q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{
-		"a": {Concurrency: 2},
-		"b": {Concurrency: 1},
-	}})
-	w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
-	rep, err := w.RunOnce(t.Context())
-	is.NoErr(err)
-	is.Equal(rep, lite.Report{Leased: 3, Done: 3})
-	stats, err := q.Stats(t.Context())
-	is.NoErr(err)
-	is.Equal(len(stats), 2)
-	is.Equal(stats[0].Counts, map[lite.State]int64{lite.StateDone: 2, lite.StateAvailable: 3})
-	is.Equal(stats[1].Counts, map[lite.State]int64{lite.StateDone: 1, lite.StateAvailable: 2})
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		enqueueIn(t, q, "a", 5)
+		enqueueIn(t, q, "b", 3)
+		w, _, _ := testWorker(t, q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{
+			"a": {Concurrency: 2},
+			"b": {Concurrency: 1},
+		}})
+		w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+		rep, err := w.RunOnce(t.Context())
+		is.NoErr(err)
+		is.Equal(rep, lite.Report{Leased: 3, Done: 3})
+		stats, err := q.Stats(t.Context())
+		is.NoErr(err)
+		is.Equal(len(stats), 2)
+		is.Equal(stats[0].Counts, map[lite.State]int64{lite.StateDone: 2, lite.StateAvailable: 3})
+		is.Equal(stats[1].Counts, map[lite.State]int64{lite.StateDone: 1, lite.StateAvailable: 2})
+	})
 }
 
 func TestNewWorkerRefusesBadQueues(t *testing.T) {
-	q, _ := mustOpen(t, newFakeClock())
-	for name, c := range map[string]struct {
-		queues map[string]lite.QueueConfig
-		want   string
-	}{
-		"an empty queue name":                    {map[string]lite.QueueConfig{"": {}}, "empty queue name"},
-		"a queue name with a control character":  {map[string]lite.QueueConfig{"a\nb": {}}, "control character"},
-		"a queue name with a C1 control":         {map[string]lite.QueueConfig{"a\u009b31m": {}}, "control character"},
-		"a negative concurrency":                 {map[string]lite.QueueConfig{"a": {Concurrency: -1}}, "negative Concurrency -1"},
-		"a negative concurrency among good ones": {map[string]lite.QueueConfig{"a": {}, "b": {Concurrency: -2}}, `queue "b"`},
-	} {
-		t.Run(name+" is refused", func(t *testing.T) {
-			is := is.New(t)
-			_, err := lite.NewWorker(q, lite.WorkerOptions{Queues: c.queues})
-			is.True(err != nil)
-			is.True(strings.Contains(err.Error(), c.want))
-		})
-	}
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		q, _ := e.mustOpen(t, newFakeClock())
+		for name, c := range map[string]struct {
+			queues map[string]lite.QueueConfig
+			want   string
+		}{
+			"an empty queue name":                    {map[string]lite.QueueConfig{"": {}}, "empty queue name"},
+			"a queue name with a control character":  {map[string]lite.QueueConfig{"a\nb": {}}, "control character"},
+			"a queue name with a C1 control":         {map[string]lite.QueueConfig{"a\u009b31m": {}}, "control character"},
+			"a negative concurrency":                 {map[string]lite.QueueConfig{"a": {Concurrency: -1}}, "negative Concurrency -1"},
+			"a negative concurrency among good ones": {map[string]lite.QueueConfig{"a": {}, "b": {Concurrency: -2}}, `queue "b"`},
+		} {
+			t.Run(name+" is refused", func(t *testing.T) {
+				is := is.New(t)
+				_, err := lite.NewWorker(q, lite.WorkerOptions{Queues: c.queues})
+				is.True(err != nil)
+				is.True(strings.Contains(err.Error(), c.want))
+			})
+		}
+	})
 }
