@@ -18,7 +18,10 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-//go:embed migrations/*.sql
+// Each engine has its own migrations, in migrations/sqlite and
+// migrations/postgres: the same versions and names, each in its dialect.
+//
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
 var migrationFiles embed.FS
 
 type migration struct {
@@ -27,10 +30,11 @@ type migration struct {
 	sql     string
 }
 
-// loadMigrations reads the embedded migrations, named NNNN_name.sql, in
-// version order.
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+// loadMigrations reads the engine's embedded migrations, named
+// NNNN_name.sql, in version order.
+func loadMigrations(eng engine) ([]migration, error) {
+	dir := path.Join("migrations", eng.String())
+	entries, err := fs.ReadDir(migrationFiles, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +46,7 @@ func loadMigrations() ([]migration, error) {
 		if !ok || err != nil || version <= 0 {
 			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", e.Name())
 		}
-		body, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
+		body, err := migrationFiles.ReadFile(path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +63,7 @@ func loadMigrations() ([]migration, error) {
 
 // SchemaVersion is the schema version this lite creates and understands.
 func SchemaVersion() int {
-	ms, err := loadMigrations()
+	ms, err := loadMigrations(engineSQLite)
 	if err != nil {
 		return 0
 	}
@@ -125,7 +129,7 @@ func referenceSchema(ctx context.Context) ([][]schemaObject, error) {
 }
 
 func buildReference(ctx context.Context) ([][]schemaObject, error) {
-	ms, err := loadMigrations()
+	ms, err := loadMigrations(engineSQLite)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +251,7 @@ func (q *Queue) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ms, err := loadMigrations()
+	ms, err := loadMigrations(engineSQLite)
 	if err != nil {
 		return err
 	}
