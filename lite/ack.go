@@ -91,11 +91,18 @@ type Done struct {
 // ackDoneManySQL acks a list of leases in one statement; each row of the
 // list is fenced on its own, and the rows it returns are the acks that
 // held. Results travel as hex, since JSON cannot carry bytes.
-const ackDoneManySQL = `update lite_jobs
+var ackDoneManySQL = stmt{
+	sqlite: `update lite_jobs
 set state = 'done', result = unhex(a.value ->> 2), finished_at = ?
 from json_each(?) as a
 where lite_jobs.id = a.value ->> 0 and lite_jobs.generation = a.value ->> 1 and lite_jobs.state = 'running'
-returning lite_jobs.id, lite_jobs.generation`
+returning lite_jobs.id, lite_jobs.generation`,
+	postgres: `update lite_jobs
+set state = 'done', result = decode(a.value ->> 2, 'hex'), finished_at = $1
+from jsonb_array_elements($2::jsonb) as a(value)
+where lite_jobs.id = (a.value ->> 0)::bigint and lite_jobs.generation = (a.value ->> 1)::bigint and lite_jobs.state = 'running'
+returning lite_jobs.id, lite_jobs.generation`,
+}
 
 // AckDoneMany acks many leases done in one statement: a group commit.
 // Each ack is fenced on its own; the result has one entry per ack: nil,
@@ -107,7 +114,7 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	results := make([]error, len(acks))
 	list := make([][3]any, 0, len(acks))
 	// In one UPDATE ... FROM, a row that two entries match is updated by
-	// one of them, chosen by SQLite: a duplicate must not reach it.
+	// one of them, chosen by the database: a duplicate must not reach it.
 	sent := make(map[[2]int64]bool, len(acks))
 	for i, a := range acks {
 		if err := q.checkResult(a.Lease, a.Result); err != nil {
@@ -130,7 +137,7 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ack done: %w", err)
 	}
-	acked, err := q.matched(ctx, ackDoneManySQL, q.nowMillis(), string(encoded))
+	acked, err := q.matched(ctx, q.sql(ackDoneManySQL), q.nowMillis(), string(encoded))
 	if err != nil {
 		return nil, fmt.Errorf("ack done: %w", err)
 	}
@@ -202,14 +209,24 @@ func cutError(msg string) string {
 
 // ackFailedSQL records the attempt's error and either schedules a retry or,
 // with attempts spent or a permanent error, buries the job.
-const ackFailedSQL = `update lite_jobs
+var ackFailedSQL = stmt{
+	sqlite: `update lite_jobs
 set state = case when ?1 or attempts >= max_attempts then 'dead' else 'available' end,
     run_at = case when ?1 or attempts >= max_attempts then run_at else ?2 end,
     finished_at = case when ?1 or attempts >= max_attempts then ?3 end,
     errors = json_insert(errors, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?3, 'error', ?4))
 where id = ?5 and generation = ?6 and state = 'running'
-returning state, run_at, attempts, max_attempts`
+returning state, run_at, attempts, max_attempts`,
+	postgres: `update lite_jobs
+set state = case when $1::boolean or attempts >= max_attempts then 'dead' else 'available' end,
+    run_at = case when $1 or attempts >= max_attempts then run_at else $2::bigint end,
+    finished_at = case when $1 or attempts >= max_attempts then $3::bigint end,
+    errors = errors || jsonb_build_object(
+        'attempt', attempts, 'generation', generation, 'at', $3::bigint, 'error', $4::text)
+where id = $5 and generation = $6 and state = 'running'
+returning state, run_at, attempts, max_attempts`,
+}
 
 // Failure is a failed attempt as recorded: what CommitWithFailure's and
 // Fail's writes are given, and what Fail returns.
@@ -274,7 +291,7 @@ func (q *Queue) fail(ctx context.Context, l Lease, cause error, writes func(tx *
 	if writes == nil {
 		return q.recordFailure(ctx, q.writer(), l, cause)
 	}
-	if _, err := q.stmts.prepare(ctx, ackFailedSQL); err != nil {
+	if _, err := q.stmts.prepare(ctx, q.sql(ackFailedSQL)); err != nil {
 		return Failure{}, classify(err)
 	}
 	var f Failure
@@ -312,7 +329,7 @@ func (q *Queue) recordFailure(ctx context.Context, c conn, l Lease, cause error)
 	permanent := IsPermanent(cause)
 	f := Failure{Err: cause}
 	var runAt int64
-	err := c.QueryRowContext(ctx, ackFailedSQL, permanent, retryAt, now.UnixMilli(), msg, l.JobID, l.Generation).
+	err := c.QueryRowContext(ctx, q.sql(ackFailedSQL), permanent, retryAt, now.UnixMilli(), msg, l.JobID, l.Generation).
 		Scan(&f.State, &runAt, &f.Attempt, &f.MaxAttempts)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):

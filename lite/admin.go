@@ -19,7 +19,7 @@ func (q *Queue) explain(ctx context.Context, id int64, err error, want ...State)
 		return classify(err)
 	}
 	var state State
-	err = q.r.QueryRowContext(ctx, `select state from lite_jobs where id = ?`, id).Scan(&state)
+	err = q.r.QueryRowContext(ctx, q.sql(jobStateSQL), id).Scan(&state)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return ErrNotFound
@@ -27,6 +27,11 @@ func (q *Queue) explain(ctx context.Context, id int64, err error, want ...State)
 		return classify(err)
 	}
 	return fmt.Errorf("%w: it is %s, not %s", ErrInvalidState, state, joinStates(want))
+}
+
+var jobStateSQL = stmt{
+	sqlite:   `select state from lite_jobs where id = ?`,
+	postgres: `select state from lite_jobs where id = $1`,
 }
 
 func joinStates(states []State) string {
@@ -47,13 +52,22 @@ func joinStates(states []State) string {
 // cancelSQL ends an available or running job. A running job changes owner
 // (to nobody), so its generation is bumped and its worker's ack is a
 // no-op; the errors log records the attempt and the generation it voided.
-const cancelSQL = `update lite_jobs
+var cancelSQL = stmt{
+	sqlite: `update lite_jobs
 set state = 'cancelled', finished_at = ?1,
     generation = generation + (state = 'running'),
     errors = case when state = 'running' then json_insert(errors, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?1, 'error', ?2)) else errors end
 where id = ?3 and state in ('available', 'running')
-returning generation`
+returning generation`,
+	postgres: `update lite_jobs
+set state = 'cancelled', finished_at = $1,
+    generation = generation + (state = 'running')::int,
+    errors = case when state = 'running' then errors || jsonb_build_object(
+        'attempt', attempts, 'generation', generation, 'at', $1::bigint, 'error', $2::text) else errors end
+where id = $3 and state in ('available', 'running')
+returning generation`,
+}
 
 // Cancel stops a job: an available job never runs, and a running one's
 // lease is voided (its generation bumped), so its worker's ack changes
@@ -65,7 +79,7 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("cancel job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, cancelSQL, q.nowMillis(), cancelledText, id).Scan(&gen)
+	err := q.writer().QueryRowContext(ctx, q.sql(cancelSQL), q.nowMillis(), cancelledText, id).Scan(&gen)
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateAvailable, StateRunning))
 	}
@@ -79,10 +93,16 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 // twice stays told apart. The lease fields of its last run stay as a
 // record, as they do on a failed attempt, until the next lease, which
 // bumps the generation as every lease does.
-const retrySQL = `update lite_jobs
+var retrySQL = stmt{
+	sqlite: `update lite_jobs
 set state = 'available', run_at = ?, finished_at = null, attempts = 0
 where id = ? and state in ('dead', 'cancelled')
-returning id`
+returning id`,
+	postgres: `update lite_jobs
+set state = 'available', run_at = $1, finished_at = null, attempts = 0
+where id = $2 and state in ('dead', 'cancelled')
+returning id`,
+}
 
 // Retry starts a dead or cancelled job over, available now: its attempts
 // go back to zero, so it gets its whole MaxAttempts again (a job dead
@@ -97,7 +117,7 @@ func (q *Queue) Retry(ctx context.Context, id int64) error {
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("retry job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, retrySQL, q.nowMillis(), id).Scan(&id)
+	err := q.writer().QueryRowContext(ctx, q.sql(retrySQL), q.nowMillis(), id).Scan(&id)
 	if isUniqueViolation(err) {
 		err = q.keyHolder(ctx, id)
 	}
@@ -119,9 +139,14 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }
 
-const keyHolderSQL = `select h.id, h.unique_key from lite_jobs j
+var keyHolderSQL = stmt{
+	sqlite: `select h.id, h.unique_key from lite_jobs j
 join lite_jobs h on h.queue = j.queue and h.unique_key = j.unique_key
-where j.id = ? and h.state in ('available', 'running')`
+where j.id = ? and h.state in ('available', 'running')`,
+	postgres: `select h.id, h.unique_key from lite_jobs j
+join lite_jobs h on h.queue = j.queue and h.unique_key = j.unique_key
+where j.id = $1 and h.state in ('available', 'running')`,
+}
 
 // keyHolder names the unfinished job that holds job id's unique key.
 func (q *Queue) keyHolder(ctx context.Context, id int64) error {
@@ -129,7 +154,7 @@ func (q *Queue) keyHolder(ctx context.Context, id int64) error {
 		holder int64
 		key    string
 	)
-	if err := q.r.QueryRowContext(ctx, keyHolderSQL, id).Scan(&holder, &key); err != nil {
+	if err := q.r.QueryRowContext(ctx, q.sql(keyHolderSQL), id).Scan(&holder, &key); err != nil {
 		if errors.Is(err, sql.ErrNoRows) { // the holder finished meanwhile
 			return fmt.Errorf("its unique key was held; try again: %w", ErrDuplicate)
 		}
@@ -140,9 +165,14 @@ func (q *Queue) keyHolder(ctx context.Context, id int64) error {
 
 // purgeSQL repeats the finished states literally so that SQLite can use
 // the partial index on finished jobs.
-const purgeSQL = `delete from lite_jobs
+var purgeSQL = stmt{
+	sqlite: `delete from lite_jobs
 where state in ('done', 'dead', 'cancelled')
-  and state in (select value from json_each(?)) and finished_at < ?`
+  and state in (select value from json_each(?)) and finished_at < ?`,
+	postgres: `delete from lite_jobs
+where state in ('done', 'dead', 'cancelled')
+  and state in (select jsonb_array_elements_text($1::jsonb)) and finished_at < $2`,
+}
 
 // Purge deletes jobs in the given finished states (done, dead, cancelled;
 // empty means all three) that finished before before, and returns how many
@@ -159,7 +189,7 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, states ...State) (i
 		}
 		list[i] = string(s)
 	}
-	res, err := q.writer().ExecContext(ctx, purgeSQL, jsonList(list), before.UnixMilli())
+	res, err := q.writer().ExecContext(ctx, q.sql(purgeSQL), jsonList(list), before.UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("purge: %w", classify(err))
 	}

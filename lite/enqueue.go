@@ -116,15 +116,27 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 
 // The conflict target names the partial unique index, so a duplicate key
 // inserts nothing and returns no row instead of failing the transaction.
-const insertJobSQL = `insert into lite_jobs
+var insertJobSQL = stmt{
+	sqlite: `insert into lite_jobs
     (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at)
 values (?, ?, ?, ?, ?, ?, ?, ?)
 on conflict (queue, unique_key) where unique_key is not null and state in ('available', 'running')
 do nothing
-returning id`
+returning id`,
+	postgres: `insert into lite_jobs
+    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at)
+values ($1, $2, $3, $4, $5, $6, $7, $8)
+on conflict (queue, unique_key) where unique_key is not null and state in ('available', 'running')
+do nothing
+returning id`,
+}
 
-const uniqueHolderSQL = `select id from lite_jobs
-where queue = ? and unique_key = ? and state in ('available', 'running')`
+var uniqueHolderSQL = stmt{
+	sqlite: `select id from lite_jobs
+where queue = ? and unique_key = ? and state in ('available', 'running')`,
+	postgres: `select id from lite_jobs
+where queue = $1 and unique_key = $2 and state in ('available', 'running')`,
+}
 
 // insert adds one validated job. On a duplicate unique key it returns the
 // id of the job holding the key, and ErrDuplicate.
@@ -133,12 +145,12 @@ func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (int64, error) {
 	// the look-up; the key is then free, so try again.
 	for range 3 {
 		var id int64
-		err := c.QueryRowContext(ctx, insertJobSQL, r.queue, r.kind, r.payload, r.priority, r.runAt,
+		err := c.QueryRowContext(ctx, q.sql(insertJobSQL), r.queue, r.kind, r.payload, r.priority, r.runAt,
 			r.maxAttempts, r.uniqueKey, q.nowMillis()).Scan(&id)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return id, err
 		}
-		err = c.QueryRowContext(ctx, uniqueHolderSQL, r.queue, r.uniqueKey).Scan(&id)
+		err = c.QueryRowContext(ctx, q.sql(uniqueHolderSQL), r.queue, r.uniqueKey).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -206,7 +218,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, er
 		return nil, err
 	}
 	// Prepare outside the transaction: the writer has one connection.
-	if _, err := q.stmts.prepare(ctx, insertJobSQL); err != nil {
+	if _, err := q.stmts.prepare(ctx, q.sql(insertJobSQL)); err != nil {
 		return nil, fmt.Errorf("enqueue batch: %w", err)
 	}
 	var out []Enqueued

@@ -8,9 +8,14 @@ import (
 	"time"
 )
 
+var getSQL = stmt{
+	sqlite:   `select ` + jobColumns + ` from lite_jobs where id = ?`,
+	postgres: `select ` + jobColumns + ` from lite_jobs where id = $1`,
+}
+
 // Get reads one job. An unknown id gives ErrNotFound.
 func (q *Queue) Get(ctx context.Context, id int64) (*Job, error) {
-	j, err := scanJob(q.r.QueryRowContext(ctx, `select `+jobColumns+` from lite_jobs where id = ?`, id))
+	j, err := scanJob(q.r.QueryRowContext(ctx, q.sql(getSQL), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
 	}
@@ -31,6 +36,15 @@ type ListFilter struct {
 	Limit int
 }
 
+var listSQL = stmt{
+	sqlite: `select ` + jobColumns + ` from lite_jobs
+where (?1 = '' or state = ?1) and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3) and id > ?4
+order by id limit ?5`,
+	postgres: `select ` + jobColumns + ` from lite_jobs
+where ($1 = '' or state = $1) and ($2 = '' or queue = $2) and ($3 = '' or kind = $3) and id > $4
+order by id limit $5`,
+}
+
 // List returns jobs matching f in id order, one page at a time.
 func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 	if f.State != "" && !f.State.valid() {
@@ -42,9 +56,7 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 	case f.Limit == 0:
 		f.Limit = 100
 	}
-	rows, err := q.r.QueryContext(ctx, `select `+jobColumns+` from lite_jobs
-where (?1 = '' or state = ?1) and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3) and id > ?4
-order by id limit ?5`, string(f.State), f.Queue, f.Kind, f.AfterID, f.Limit)
+	rows, err := q.r.QueryContext(ctx, q.sql(listSQL), string(f.State), f.Queue, f.Kind, f.AfterID, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", classify(err))
 	}
@@ -75,12 +87,19 @@ type QueueStats struct {
 	OldestReady time.Duration
 }
 
+var statsSQL = stmt{
+	sqlite: `select queue, state, count(*),
+    min(case when state = 'available' and run_at <= ?1 then run_at end)
+from lite_jobs group by queue, state order by queue`,
+	postgres: `select queue, state, count(*),
+    min(case when state = 'available' and run_at <= $1 then run_at end)
+from lite_jobs group by queue, state order by queue`,
+}
+
 // Stats counts jobs per queue and state, in queue order.
 func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	now := q.nowMillis()
-	rows, err := q.r.QueryContext(ctx, `select queue, state, count(*),
-    min(case when state = 'available' and run_at <= ?1 then run_at end)
-from lite_jobs group by queue, state order by queue`, now)
+	rows, err := q.r.QueryContext(ctx, q.sql(statsSQL), now)
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", classify(err))
 	}
@@ -111,13 +130,18 @@ from lite_jobs group by queue, state order by queue`, now)
 	return out, nil
 }
 
+var unfinishedSQL = stmt{
+	sqlite: `select count(*) from lite_jobs
+where state in ('available', 'running') and (?1 is null or queue in (select value from json_each(?1)))`,
+	postgres: `select count(*) from lite_jobs
+where state in ('available', 'running') and ($1::jsonb is null or queue in (select jsonb_array_elements_text($1::jsonb)))`,
+}
+
 // Unfinished counts the available and running jobs in the queues (every
 // queue when empty).
 func (q *Queue) Unfinished(ctx context.Context, queues []string) (int64, error) {
 	var n int64
-	err := q.r.QueryRowContext(ctx, `select count(*) from lite_jobs
-where state in ('available', 'running') and (?1 is null or queue in (select value from json_each(?1)))`,
-		nullList(queues)).Scan(&n)
+	err := q.r.QueryRowContext(ctx, q.sql(unfinishedSQL), nullList(queues)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count unfinished: %w", classify(err))
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -33,7 +34,8 @@ type LeaseRequest struct {
 const DefaultStaleAfter = 30 * time.Second
 
 // uuidV4SQL makes a random version 4 UUID per row from one randomblob,
-// so that every job of one lease statement gets its own token. The
+// so that every job of one lease statement gets its own token: SQLite's
+// twin of PostgreSQL's gen_random_uuid(). The
 // subquery names the row's id so that SQLite runs it for each row.
 const uuidV4SQL = `(select lower(substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-4' || substr(h, 14, 3) || '-' ||
         substr('89ab', 1 + (abs(random()) % 4), 1) || substr(h, 18, 3) || '-' || substr(h, 21, 12))
@@ -63,16 +65,34 @@ func filterFor(queues []string) queueFilter {
 
 // leaseSQL claims up to N available jobs in one statement. The filters vary
 // with the request, so there are six texts, each prepared once.
-func leaseSQL(queues queueFilter, byKind bool) string {
-	filter := [...]string{
-		anyQueue:   "",
-		oneQueue:   " and queue = ?",
-		someQueues: " and queue in (select value from json_each(?))",
-	}[queues]
+//
+// On PostgreSQL, hosts lease at once: the subquery locks the rows it picks
+// and skips those another lease has locked, so that leases never wait for
+// one another, and the update checks the state again, on the row as the
+// lock found it.
+func leaseSQL(queues queueFilter, byKind bool) stmt {
+	// PostgreSQL numbers its parameters: the filters' follow the five
+	// fixed ones, and the limit comes last.
+	n := 6
+	param := func() string {
+		n++
+		return "$" + strconv.Itoa(n-1)
+	}
+	var filter, pgFilter string
+	switch queues {
+	case oneQueue:
+		filter = " and queue = ?"
+		pgFilter = " and queue = " + param()
+	case someQueues:
+		filter = " and queue in (select value from json_each(?))"
+		pgFilter = " and queue in (select jsonb_array_elements_text(" + param() + "::jsonb))"
+	}
 	if byKind {
 		filter += " and kind in (select value from json_each(?))"
+		pgFilter += " and kind in (select jsonb_array_elements_text(" + param() + "::jsonb))"
 	}
-	return `update lite_jobs
+	return stmt{
+		sqlite: `update lite_jobs
 set state = 'running', generation = generation + 1, attempts = attempts + 1,
     lease_token = ` + uuidV4SQL + `, locked_by = ?, leased_at = ?, heartbeat_at = ?, stale_after_ms = ?
 where id in (
@@ -80,10 +100,22 @@ where id in (
     where state = 'available' and run_at <= ?` + filter + `
     order by priority desc, run_at, id
     limit ?)
-returning ` + jobColumns
+returning ` + jobColumns,
+		postgres: `update lite_jobs
+set state = 'running', generation = generation + 1, attempts = attempts + 1,
+    lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4
+where id in (
+    select id from lite_jobs
+    where state = 'available' and run_at <= $5` + pgFilter + `
+    order by priority desc, run_at, id
+    limit ` + param() + `
+    for update skip locked)
+  and state = 'available'
+returning ` + jobColumns,
+	}
 }
 
-var leaseSQLs = [3][2]string{
+var leaseSQLs = [3][2]stmt{
 	{leaseSQL(anyQueue, false), leaseSQL(anyQueue, true)},
 	{leaseSQL(oneQueue, false), leaseSQL(oneQueue, true)},
 	{leaseSQL(someQueues, false), leaseSQL(someQueues, true)},
@@ -131,7 +163,7 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 		args = append(args, jsonList(req.Kinds))
 	}
 	args = append(args, req.Max)
-	rows, err := q.writer().QueryContext(ctx, leaseSQLs[queues][b2i(byKind)], args...)
+	rows, err := q.writer().QueryContext(ctx, q.sql(leaseSQLs[queues][b2i(byKind)]), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -185,10 +217,16 @@ func jsonList(list []string) string {
 
 // renewSQL extends every listed lease that is still current, in one
 // statement; the pairs it returns are the leases renewed.
-const renewSQL = `update lite_jobs set heartbeat_at = ?
+var renewSQL = stmt{
+	sqlite: `update lite_jobs set heartbeat_at = ?
 where state = 'running'
   and (id, generation) in (select value ->> 0, value ->> 1 from json_each(?))
-returning id, generation`
+returning id, generation`,
+	postgres: `update lite_jobs set heartbeat_at = $1
+where state = 'running'
+  and (id, generation) in (select (value ->> 0)::bigint, (value ->> 1)::bigint from jsonb_array_elements($2::jsonb))
+returning id, generation`,
+}
 
 // Renew records a heartbeat for each lease in one statement. The result
 // has one entry per lease: nil if renewed, ErrLeaseLost if the lease is no
@@ -202,7 +240,7 @@ func (q *Queue) Renew(ctx context.Context, leases []Lease) ([]error, error) {
 		pairs[i] = [2]int64{l.JobID, l.Generation}
 	}
 	list, _ := json.Marshal(pairs) // int pairs always marshal
-	renewed, err := q.matched(ctx, renewSQL, q.nowMillis(), string(list))
+	renewed, err := q.matched(ctx, q.sql(renewSQL), q.nowMillis(), string(list))
 	if err != nil {
 		return nil, fmt.Errorf("renew: %w", err)
 	}

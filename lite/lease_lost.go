@@ -50,16 +50,23 @@ func (e *LeaseLostError) Unwrap() error { return ErrLeaseLost }
 
 // leaseLossSQL reads what a lost lease needs to say why: the job's state
 // and generation, and the errors-log entry of the lease's generation.
-const leaseLossSQL = `select state, generation,
+// Each generation has one entry at most; PostgreSQL's limit 1 says what
+// SQLite's scalar subquery does anyway: take the first.
+var leaseLossSQL = stmt{
+	sqlite: `select state, generation,
     (select value ->> 'error' from json_each(errors) where value ->> 'generation' = ?2)
-from lite_jobs where id = ?1`
+from lite_jobs where id = ?1`,
+	postgres: `select state, generation,
+    (select value ->> 'error' from jsonb_array_elements(errors) where (value ->> 'generation')::bigint = $2 limit 1)
+from lite_jobs where id = $1`,
+}
 
 // lossOf reads how lease l ended. A read that fails leaves Why empty:
 // the lease is lost all the same.
 func (q *Queue) lossOf(ctx context.Context, l Lease) *LeaseLostError {
 	e := &LeaseLostError{JobID: l.JobID, Generation: l.Generation}
 	var entry sql.NullString
-	err := q.r.QueryRowContext(ctx, leaseLossSQL, l.JobID, l.Generation).Scan(&e.State, &e.CurrentGeneration, &entry)
+	err := q.r.QueryRowContext(ctx, q.sql(leaseLossSQL), l.JobID, l.Generation).Scan(&e.State, &e.CurrentGeneration, &entry)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		e.Why = WhyDeleted

@@ -25,7 +25,8 @@ type Reclaimed struct {
 // stopped is, and a reclaimer's own settings play no part. The lapsed attempt counts and is
 // recorded with the worker that held it; run_at stays, so the job keeps
 // its place in line.
-const reclaimSQL = `update lite_jobs
+var reclaimSQL = stmt{
+	sqlite: `update lite_jobs
 set state = case when attempts >= max_attempts then 'dead' else 'available' end,
     finished_at = case when attempts >= max_attempts then ?1 end,
     generation = generation + 1,
@@ -36,7 +37,20 @@ set state = case when attempts >= max_attempts then 'dead' else 'available' end,
     lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null
 where state = 'running' and heartbeat_at + coalesce(stale_after_ms, 30000) < ?1
   and (id, generation) not in (select value ->> 0, value ->> 1 from json_each(?2))
-returning id, generation, state`
+returning id, generation, state`,
+	postgres: `update lite_jobs
+set state = case when attempts >= max_attempts then 'dead' else 'available' end,
+    finished_at = case when attempts >= max_attempts then $1::bigint end,
+    generation = generation + 1,
+    errors = errors || jsonb_build_object(
+        'attempt', attempts, 'generation', generation, 'at', $1::bigint,
+        'error', 'heartbeat lapsed: no renewal from ' || coalesce(locked_by, 'unknown worker') ||
+                 ' for ' || ($1 - heartbeat_at) || ' ms (its owner promised ' || coalesce(stale_after_ms, 30000) || ' ms)'),
+    lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null
+where state = 'running' and heartbeat_at + coalesce(stale_after_ms, 30000) < $1
+  and (id, generation) not in (select (value ->> 0)::bigint, (value ->> 1)::bigint from jsonb_array_elements($2::jsonb))
+returning id, generation, state`,
+}
 
 // ReclaimOrphaned (recoverStale) takes back every running job whose last
 // heartbeat is older than its lease owner's StaleAfter: it goes back to
@@ -55,7 +69,7 @@ func (q *Queue) reclaim(ctx context.Context, held []Lease) ([]Reclaimed, error) 
 		pairs[i] = [2]int64{l.JobID, l.Generation}
 	}
 	list, _ := json.Marshal(pairs) // int pairs always marshal
-	rows, err := q.writer().QueryContext(ctx, reclaimSQL, q.nowMillis(), string(list))
+	rows, err := q.writer().QueryContext(ctx, q.sql(reclaimSQL), q.nowMillis(), string(list))
 	if err != nil {
 		return nil, fmt.Errorf("reclaim: %w", classify(err))
 	}

@@ -45,17 +45,33 @@ func (u Unhandled) MarshalJSON() ([]byte, error) {
 
 // A worker's row is live while seen_at + stale_after_ms has not passed,
 // the same promise its leases make.
-const liveWorker = `seen_at + stale_after_ms >= ?1`
+var liveWorker = stmt{
+	sqlite:   `seen_at + stale_after_ms >= ?1`,
+	postgres: `seen_at + stale_after_ms >= $1`,
+}
 
 // A starting worker drops the rows of workers that stopped renewing
 // theirs (killed, or their machine lost power): each start cleans up after
 // the runs before it, so the table stays small.
-const (
-	announceSQL = `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms)
-values (?2, ?3, ?4, ?5, ?1, ?1, ?6)`
-	dropStaleWorkersSQL = `delete from lite_workers where not (` + liveWorker + `)`
-	seenSQL             = `update lite_workers set seen_at = ?1 where id = ?2`
-	retireSQL           = `delete from lite_workers where id = ?1`
+var (
+	announceSQL = stmt{
+		sqlite: `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms)
+values (?2, ?3, ?4, ?5, ?1, ?1, ?6)`,
+		postgres: `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms)
+values ($2, $3, $4, $5, $1, $1, $6)`,
+	}
+	dropStaleWorkersSQL = stmt{
+		sqlite:   `delete from lite_workers where not (` + liveWorker.sqlite + `)`,
+		postgres: `delete from lite_workers where not (` + liveWorker.postgres + `)`,
+	}
+	seenSQL = stmt{
+		sqlite:   `update lite_workers set seen_at = ?1 where id = ?2`,
+		postgres: `update lite_workers set seen_at = $1 where id = $2`,
+	}
+	retireSQL = stmt{
+		sqlite:   `delete from lite_workers where id = ?1`,
+		postgres: `delete from lite_workers where id = $1`,
+	}
 )
 
 // announcement is one worker run's row in lite_workers.
@@ -74,7 +90,7 @@ func (q *Queue) newAnnouncement(identity string, queues, kinds []string, staleAf
 }
 
 func (a *announcement) insert(ctx context.Context, now int64) error {
-	_, err := a.q.writer().ExecContext(ctx, announceSQL, now, a.id, a.identity, a.queues, a.kinds, a.staleAfterMilliseconds)
+	_, err := a.q.writer().ExecContext(ctx, a.q.sql(announceSQL), now, a.id, a.identity, a.queues, a.kinds, a.staleAfterMilliseconds)
 	return err
 }
 
@@ -82,7 +98,7 @@ func (a *announcement) insert(ctx context.Context, now int64) error {
 // workers that stopped renewing theirs.
 func (a *announcement) announce(ctx context.Context) error {
 	now := a.q.nowMillis()
-	_, err := a.q.writer().ExecContext(ctx, dropStaleWorkersSQL, now)
+	_, err := a.q.writer().ExecContext(ctx, a.q.sql(dropStaleWorkersSQL), now)
 	if err == nil {
 		err = a.insert(ctx, now)
 	}
@@ -97,7 +113,7 @@ func (a *announcement) announce(ctx context.Context) error {
 // is written again.
 func (a *announcement) seen(ctx context.Context) error {
 	now := a.q.nowMillis()
-	res, err := a.q.writer().ExecContext(ctx, seenSQL, now, a.id)
+	res, err := a.q.writer().ExecContext(ctx, a.q.sql(seenSQL), now, a.id)
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil && n == 0 {
@@ -112,7 +128,7 @@ func (a *announcement) seen(ctx context.Context) error {
 
 // retire removes the row of a worker that stopped cleanly.
 func (a *announcement) retire(ctx context.Context) error {
-	if _, err := a.q.writer().ExecContext(ctx, retireSQL, a.id); err != nil {
+	if _, err := a.q.writer().ExecContext(ctx, a.q.sql(retireSQL), a.id); err != nil {
 		return fmt.Errorf("retire worker announcement: %w", classify(err))
 	}
 	return nil
@@ -126,11 +142,17 @@ func jsonArray(list []string) string {
 	return jsonList(list)
 }
 
+var workersSQL = stmt{
+	sqlite: `select identity, queues, kinds, started_at, seen_at
+from lite_workers where ` + liveWorker.sqlite + ` order by started_at, identity, id`,
+	postgres: `select identity, queues, kinds, started_at, seen_at
+from lite_workers where ` + liveWorker.postgres + ` order by started_at, identity, id`,
+}
+
 // Workers lists the running workers of every process on the file, in the
 // order they started.
 func (q *Queue) Workers(ctx context.Context) ([]WorkerInfo, error) {
-	rows, err := q.r.QueryContext(ctx, `select identity, queues, kinds, started_at, seen_at
-from lite_workers where `+liveWorker+` order by started_at, identity, id`, q.nowMillis())
+	rows, err := q.r.QueryContext(ctx, q.sql(workersSQL), q.nowMillis())
 	if err != nil {
 		return nil, fmt.Errorf("list workers: %w", classify(err))
 	}
@@ -158,9 +180,10 @@ from lite_workers where `+liveWorker+` order by started_at, identity, id`, q.now
 }
 
 // unhandledSQL groups the ready jobs first, so the workers are matched
-// once per (queue, kind) rather than once per job. ?2 narrows it to a
-// worker's own queues ('[]': every queue).
-const unhandledSQL = `with waiting as (
+// once per (queue, kind) rather than once per job. Its second parameter
+// narrows it to a worker's own queues ('[]': every queue).
+var unhandledSQL = stmt{
+	sqlite: `with waiting as (
     select queue, kind, count(*) as n, min(run_at) as oldest from lite_jobs
     where state = 'available' and run_at <= ?1
       and (?2 = '[]' or queue in (select value from json_each(?2)))
@@ -168,10 +191,23 @@ const unhandledSQL = `with waiting as (
 select queue, kind, n, oldest from waiting
 where not exists (
     select 1 from lite_workers
-    where ` + liveWorker + `
+    where ` + liveWorker.sqlite + `
       and (queues = '[]' or waiting.queue in (select value from json_each(queues)))
       and (kinds = '[]' or waiting.kind in (select value from json_each(kinds))))
-order by queue, kind`
+order by queue, kind`,
+	postgres: `with waiting as (
+    select queue, kind, count(*) as n, min(run_at) as oldest from lite_jobs
+    where state = 'available' and run_at <= $1
+      and ($2::jsonb = '[]' or queue in (select jsonb_array_elements_text($2::jsonb)))
+    group by queue, kind)
+select queue, kind, n, oldest from waiting
+where not exists (
+    select 1 from lite_workers
+    where ` + liveWorker.postgres + `
+      and (queues = '[]' or waiting.queue in (select jsonb_array_elements_text(queues)))
+      and (kinds = '[]' or waiting.kind in (select jsonb_array_elements_text(kinds))))
+order by queue, kind`,
+}
 
 // Unhandled lists the ready jobs that no running worker, in any process on
 // the file, would lease, grouped by queue and kind. Jobs not yet due are
@@ -182,7 +218,7 @@ func (q *Queue) Unhandled(ctx context.Context) ([]Unhandled, error) {
 
 func (q *Queue) unhandled(ctx context.Context, queues []string) ([]Unhandled, error) {
 	now := q.nowMillis()
-	rows, err := q.r.QueryContext(ctx, unhandledSQL, now, jsonArray(queues))
+	rows, err := q.r.QueryContext(ctx, q.sql(unhandledSQL), now, jsonArray(queues))
 	if err != nil {
 		return nil, fmt.Errorf("find unhandled jobs: %w", classify(err))
 	}

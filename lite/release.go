@@ -12,15 +12,19 @@ import (
 const releaseSet = `state = 'available', generation = generation + 1, attempts = attempts - 1,
     lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null`
 
-const releaseSQL = `update lite_jobs set ` + releaseSet + `
-where id = ? and generation = ? and state = 'running'`
+var releaseSQL = stmt{
+	sqlite: `update lite_jobs set ` + releaseSet + `
+where id = ? and generation = ? and state = 'running'`,
+	postgres: `update lite_jobs set ` + releaseSet + `
+where id = $1 and generation = $2 and state = 'running'`,
+}
 
 // Release gives a lease back (graceful shutdown, a session that expired):
 // the job is available again at once and the attempt is not held against
 // it. With a lost lease it returns a *LeaseLostError (ErrLeaseLost) and
 // changes nothing.
 func (q *Queue) Release(ctx context.Context, l Lease) error {
-	res, err := q.writer().ExecContext(ctx, releaseSQL, l.JobID, l.Generation)
+	res, err := q.writer().ExecContext(ctx, q.sql(releaseSQL), l.JobID, l.Generation)
 	if err := checkOwned(res, err, l); err != nil {
 		return fmt.Errorf("release: %w", q.explainLoss(ctx, classify(err), l))
 	}
@@ -32,11 +36,18 @@ func (q *Queue) Release(ctx context.Context, l Lease) error {
 // attempt and the generation it voided, so that `lite show` and the lost
 // lease's worker both see what happened; the attempt is refunded all the
 // same.
-const releaseUnownedSQL = `update lite_jobs set ` + releaseSet + `,
+var releaseUnownedSQL = stmt{
+	sqlite: `update lite_jobs set ` + releaseSet + `,
     errors = json_insert(errors, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?, 'error', ?))
 where id = ? and state = 'running'
-returning generation`
+returning generation`,
+	postgres: `update lite_jobs set ` + releaseSet + `,
+    errors = errors || jsonb_build_object(
+        'attempt', attempts, 'generation', generation, 'at', $1::bigint, 'error', $2::text)
+where id = $3 and state = 'running'
+returning generation`,
+}
 
 // ReleaseUnowned makes a running job available again without holding its
 // lease: for admins and tools ("run it again now"). It bumps the
@@ -49,7 +60,7 @@ func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
 	if insideAckWrites(ctx) {
 		return 0, fmt.Errorf("release job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, releaseUnownedSQL, q.nowMillis(), releasedText, id).Scan(&gen)
+	err := q.writer().QueryRowContext(ctx, q.sql(releaseUnownedSQL), q.nowMillis(), releasedText, id).Scan(&gen)
 	if err != nil {
 		return 0, fmt.Errorf("release job %d: %w", id, q.explain(ctx, id, err, StateRunning))
 	}
@@ -57,8 +68,12 @@ func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
 	return gen, nil
 }
 
-const snoozeSQL = `update lite_jobs set ` + releaseSet + `, run_at = ?
-where id = ? and generation = ? and state = 'running'`
+var snoozeSQL = stmt{
+	sqlite: `update lite_jobs set ` + releaseSet + `, run_at = ?
+where id = ? and generation = ? and state = 'running'`,
+	postgres: `update lite_jobs set ` + releaseSet + `, run_at = $1
+where id = $2 and generation = $3 and state = 'running'`,
+}
 
 // Snooze gives a lease back and makes the job available again after d,
 // without spending an attempt: for a handler that is waiting on something
@@ -75,7 +90,7 @@ func (q *Queue) snooze(ctx context.Context, l Lease, d time.Duration) (time.Time
 		return time.Time{}, fmt.Errorf("snooze job %d: negative delay %s", l.JobID, d)
 	}
 	runAt := q.opts.Now().Add(d).UnixMilli()
-	res, err := q.writer().ExecContext(ctx, snoozeSQL, runAt, l.JobID, l.Generation)
+	res, err := q.writer().ExecContext(ctx, q.sql(snoozeSQL), runAt, l.JobID, l.Generation)
 	if err := checkOwned(res, err, l); err != nil {
 		return time.Time{}, fmt.Errorf("snooze: %w", q.explainLoss(ctx, classify(err), l))
 	}

@@ -99,15 +99,22 @@ func (w *changeWatcher) close() error {
 	return nil
 }
 
+var nextRunAtSQL = stmt{
+	sqlite: `select min(run_at) from lite_jobs
+where state = 'available'
+  and (?1 is null or queue in (select value from json_each(?1)))
+  and (?2 is null or kind in (select value from json_each(?2)))`,
+	postgres: `select min(run_at) from lite_jobs
+where state = 'available'
+  and ($1::jsonb is null or queue in (select jsonb_array_elements_text($1::jsonb)))
+  and ($2::jsonb is null or kind in (select jsonb_array_elements_text($2::jsonb)))`,
+}
+
 // nextRunAt is the earliest run_at among available jobs a lease request
 // would take, or the zero time if there are none.
 func (q *Queue) nextRunAt(ctx context.Context, queues, kinds []string) (time.Time, error) {
 	var at sql.NullInt64
-	err := q.r.QueryRowContext(ctx, `select min(run_at) from lite_jobs
-where state = 'available'
-  and (?1 is null or queue in (select value from json_each(?1)))
-  and (?2 is null or kind in (select value from json_each(?2)))`,
-		nullList(queues), nullList(kinds)).Scan(&at)
+	err := q.r.QueryRowContext(ctx, q.sql(nextRunAtSQL), nullList(queues), nullList(kinds)).Scan(&at)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next run_at: %w", err)
 	}
