@@ -47,7 +47,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	dropSchemas()
+	os.Exit(code)
 }
 
 // leaseUntilEmpty leases and acks jobs from the file until none is left,

@@ -204,7 +204,9 @@ func TestAWorkerNeverReclaimsALeaseItHolds(t *testing.T) {
 		ctx := t.Context()
 		id := mustEnqueue(t, q, lite.NewJob{})
 		release := make(chan struct{})
-		a, ev, _ := testWorker(t, q, lite.WorkerOptions{})
+		// One slot, busy with the job until the end: a cannot lease it again
+		// before the test reads who took it.
+		a, ev, _ := testWorker(t, q, lite.WorkerOptions{Concurrency: 1})
 		a.Handle(lite.AnyKind, func(context.Context, *lite.Job) error {
 			<-release
 			return nil

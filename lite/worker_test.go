@@ -802,6 +802,11 @@ func TestCommitWithAckCalledTwice(t *testing.T) {
 		})
 
 		t.Run("a write through Queue.DB fails the attempt and says why", func(t *testing.T) {
+			if e.name != "sqlite" {
+				// A server has no single writer for it to wait behind: the
+				// write commits on a connection of its own, outside the ack.
+				t.Skip("SQLite's one writer only")
+			}
 			is := is.New(t)
 			q, id := setup(t, lite.Options{BusyTimeout: 100 * time.Millisecond})
 			w, _, _ := testWorker(t, q, lite.WorkerOptions{})
