@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,12 +45,21 @@ const (
 	hostileError    = "exit status 1: first line\n\x1b[2Jsecond\tline\u202e\n\u009bthird"
 )
 
-// hostileDB makes a file holding one running job whose every text field is
-// hostile, written with raw SQL as a foreign program or an older lite could
-// have written it.
-func hostileDB(t *testing.T) string {
+// storedKey is hostileKey as e stores it: a server's text is valid UTF-8
+// only, so PostgreSQL is given the key without its invalid byte.
+func storedKey(e cliEngine) string {
+	if e.name == "postgres" {
+		return strings.ToValidUTF8(hostileKey, "")
+	}
+	return hostileKey
+}
+
+// hostileDB makes a database holding one running job whose every text
+// field is hostile, written with raw SQL as a foreign program or an older
+// lite could have written it.
+func hostileDB(t *testing.T, e cliEngine) string {
 	t.Helper()
-	db := filepath.Join(t.TempDir(), "hostile.db")
+	db := e.db(t)
 	q, err := lite.Open(t.Context(), db, lite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -62,11 +70,11 @@ func hostileDB(t *testing.T) string {
 		t.Fatal(err)
 	}
 	now := time.Now().UnixMilli()
-	_, err = q.DB().ExecContext(t.Context(), `insert into lite_jobs
+	_, err = q.DB().ExecContext(t.Context(), e.sql(`insert into lite_jobs
     (queue, kind, payload, state, run_at, attempts, max_attempts, generation,
      lease_token, locked_by, leased_at, heartbeat_at, unique_key, errors, created_at)
-values (?, ?, ?, 'running', ?, 2, 5, 2, ?, ?, ?, ?, ?, ?, ?)`,
-		hostileQueue, hostileKind, []byte("pay\x1b[2Jload"), now, hostileToken, hostileLockedBy, now, now, hostileKey, string(errs), now)
+values (?, ?, ?, 'running', ?, 2, 5, 2, ?, ?, ?, ?, ?, ?, ?)`),
+		hostileQueue, hostileKind, []byte("pay\x1b[2Jload"), now, hostileToken, hostileLockedBy, now, now, storedKey(e), string(errs), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,69 +82,71 @@ values (?, ?, ?, 'running', ?, 2, 5, 2, ?, ?, ?, ?, ?, ?, ?)`,
 }
 
 func TestUntrustedTextNeverReachesTheTerminalRaw(t *testing.T) {
-	db := hostileDB(t)
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		db := hostileDB(t, e)
 
-	for _, args := range [][]string{{"ls"}, {"ls", "-s", "running"}, {"show", "1"}, {"stats"},
-		{"--json", "ls"}, {"--json", "show", "1"}, {"--json", "stats"}} {
-		t.Run(strings.Join(args, " ")+" prints hostile fields escaped", func(t *testing.T) {
+		for _, args := range [][]string{{"ls"}, {"ls", "-s", "running"}, {"show", "1"}, {"stats"},
+			{"--json", "ls"}, {"--json", "show", "1"}, {"--json", "stats"}} {
+			t.Run(strings.Join(args, " ")+" prints hostile fields escaped", func(t *testing.T) {
+				is := is.New(t)
+				out := mustLite(t, db, "", args...)
+				is.Equal(rawUnsafe(out), "") // nothing raw reaches the terminal
+			})
+		}
+
+		t.Run("ls, show and stats quote a hostile field in Go's escaped form", func(t *testing.T) {
 			is := is.New(t)
-			out := mustLite(t, db, "", args...)
-			is.Equal(rawUnsafe(out), "") // nothing raw reaches the terminal
+			ls := mustLite(t, db, "", "ls")
+			is.True(strings.Contains(ls, strconv.Quote(hostileQueue)))
+			is.True(strings.Contains(ls, strconv.Quote(hostileKind)))
+			is.True(strings.Contains(ls, strconv.Quote(hostileLockedBy)))
+			show := mustLite(t, db, "", "show", "1")
+			for _, s := range []string{hostileQueue, hostileKind, hostileLockedBy, hostileToken, storedKey(e)} {
+				is.True(strings.Contains(show, strconv.Quote(s)))
+			}
+			is.True(strings.Contains(show, `"pay\x1b[2Jload"`))
+			is.True(strings.Contains(mustLite(t, db, "", "stats"), strconv.Quote(hostileQueue)))
 		})
-	}
 
-	t.Run("ls, show and stats quote a hostile field in Go's escaped form", func(t *testing.T) {
-		is := is.New(t)
-		ls := mustLite(t, db, "", "ls")
-		is.True(strings.Contains(ls, strconv.Quote(hostileQueue)))
-		is.True(strings.Contains(ls, strconv.Quote(hostileKind)))
-		is.True(strings.Contains(ls, strconv.Quote(hostileLockedBy)))
-		show := mustLite(t, db, "", "show", "1")
-		for _, s := range []string{hostileQueue, hostileKind, hostileLockedBy, hostileToken, hostileKey} {
-			is.True(strings.Contains(show, strconv.Quote(s)))
-		}
-		is.True(strings.Contains(show, `"pay\x1b[2Jload"`))
-		is.True(strings.Contains(mustLite(t, db, "", "stats"), strconv.Quote(hostileQueue)))
-	})
+		t.Run("show keeps a multi-line error's lines and escapes each of them", func(t *testing.T) {
+			is := is.New(t)
+			show := mustLite(t, db, "", "show", "1")
+			is.True(strings.Contains(show, "\n  exit status 1: first line\n")) // a clean line stays as it was
+			is.True(strings.Contains(show, "\n  "+strconv.Quote("\x1b[2Jsecond\tline\u202e")+"\n"))
+			is.True(strings.Contains(show, "\n  "+strconv.Quote("\u009bthird")+"\n"))
+		})
 
-	t.Run("show keeps a multi-line error's lines and escapes each of them", func(t *testing.T) {
-		is := is.New(t)
-		show := mustLite(t, db, "", "show", "1")
-		is.True(strings.Contains(show, "\n  exit status 1: first line\n")) // a clean line stays as it was
-		is.True(strings.Contains(show, "\n  "+strconv.Quote("\x1b[2Jsecond\tline\u202e")+"\n"))
-		is.True(strings.Contains(show, "\n  "+strconv.Quote("\u009bthird")+"\n"))
-	})
+		t.Run("--json keeps every hostile field's value", func(t *testing.T) {
+			is := is.New(t)
+			var j struct {
+				Queue      string `json:"queue"`
+				Kind       string `json:"kind"`
+				UniqueKey  string `json:"unique_key"`
+				LockedBy   string `json:"locked_by"`
+				LeaseToken string `json:"lease_token"`
+				Errors     []struct {
+					Error string `json:"error"`
+				} `json:"errors"`
+			}
+			is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "show", "1")), &j))
+			is.Equal(j.Queue, hostileQueue)
+			is.Equal(j.Kind, hostileKind)
+			is.Equal(j.UniqueKey, strings.ToValidUTF8(storedKey(e), "\uFFFD")) // JSON holds UTF-8 only
+			is.Equal(j.LockedBy, hostileLockedBy)
+			is.Equal(j.LeaseToken, hostileToken)
+			is.Equal(len(j.Errors), 1)
+			is.Equal(j.Errors[0].Error, hostileError)
+		})
 
-	t.Run("--json keeps every hostile field's value", func(t *testing.T) {
-		is := is.New(t)
-		var j struct {
-			Queue      string `json:"queue"`
-			Kind       string `json:"kind"`
-			UniqueKey  string `json:"unique_key"`
-			LockedBy   string `json:"locked_by"`
-			LeaseToken string `json:"lease_token"`
-			Errors     []struct {
-				Error string `json:"error"`
-			} `json:"errors"`
-		}
-		is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "show", "1")), &j))
-		is.Equal(j.Queue, hostileQueue)
-		is.Equal(j.Kind, hostileKind)
-		is.Equal(j.UniqueKey, strings.ToValidUTF8(hostileKey, "\uFFFD")) // JSON holds UTF-8 only
-		is.Equal(j.LockedBy, hostileLockedBy)
-		is.Equal(j.LeaseToken, hostileToken)
-		is.Equal(len(j.Errors), 1)
-		is.Equal(j.Errors[0].Error, hostileError)
-	})
-
-	t.Run("a command's stderr recorded as its error is shown escaped", func(t *testing.T) {
-		is := is.New(t)
-		db := filepath.Join(t.TempDir(), "q.db")
-		mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
-		mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", `printf 'bad\033[2J\033]0;pwned\007' >&2; exit 1`)
-		show := mustLite(t, db, "", "show", "1")
-		is.Equal(rawUnsafe(show), "")
-		is.True(strings.Contains(show, `"exit status 1: bad\x1b[2J\x1b]0;pwned\a"`))
+		t.Run("a command's stderr recorded as its error is shown escaped", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
+			mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", `printf 'bad\033[2J\033]0;pwned\007' >&2; exit 1`)
+			show := mustLite(t, db, "", "show", "1")
+			is.Equal(rawUnsafe(show), "")
+			is.True(strings.Contains(show, `"exit status 1: bad\x1b[2J\x1b]0;pwned\a"`))
+		})
 	})
 }
 
@@ -152,123 +162,127 @@ func liteJSON(t *testing.T, db, stdin string, args ...string) any {
 }
 
 func TestAdminCommandsPrintJSON(t *testing.T) {
-	is := is.New(t)
-	db := filepath.Join(t.TempDir(), "q.db")
-	// Job 1 is leased an hour ago and never renewed; job 2 is leased now.
-	hourAgo := func() time.Time { return time.Now().Add(-time.Hour) }
-	q, err := lite.Open(t.Context(), db, lite.Options{Now: hourAgo})
-	is.NoErr(err)
-	for range 3 {
-		_, err := q.Enqueue(t.Context(), lite.NewJob{})
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		// Job 1 is leased an hour ago and never renewed; job 2 is leased now.
+		hourAgo := func() time.Time { return time.Now().Add(-time.Hour) }
+		q, err := lite.Open(t.Context(), db, lite.Options{Now: hourAgo})
 		is.NoErr(err)
-	}
-	_, err = q.Lease(t.Context(), lite.LeaseRequest{Max: 1})
-	is.NoErr(err)
-	is.NoErr(q.Close())
-	q, err = lite.Open(t.Context(), db, lite.Options{})
-	is.NoErr(err)
-	_, err = q.Lease(t.Context(), lite.LeaseRequest{Max: 1})
-	is.NoErr(err)
-	is.NoErr(q.Close())
+		for range 3 {
+			_, err := q.Enqueue(t.Context(), lite.NewJob{})
+			is.NoErr(err)
+		}
+		_, err = q.Lease(t.Context(), lite.LeaseRequest{Max: 1})
+		is.NoErr(err)
+		is.NoErr(q.Close())
+		q, err = lite.Open(t.Context(), db, lite.Options{})
+		is.NoErr(err)
+		_, err = q.Lease(t.Context(), lite.LeaseRequest{Max: 1})
+		is.NoErr(err)
+		is.NoErr(q.Close())
 
-	type obj = map[string]any
-	is.Equal(liteJSON(t, db, "", "reclaim"), []any{obj{"id": 1.0, "state": "available", "generation": 2.0}})
-	is.Equal(liteJSON(t, db, "", "reclaim"), []any{}) // none left: a list, not null
-	is.Equal(liteJSON(t, db, "", "release", "2"), obj{"id": 2.0, "state": "available", "generation": 2.0})
-	is.Equal(liteJSON(t, db, "", "cancel", "3"), obj{"id": 3.0, "state": "cancelled"})
-	is.Equal(liteJSON(t, db, "", "retry", "3"), obj{"id": 3.0, "state": "available"})
-	mustLite(t, db, "", "cancel", "3")
-	is.Equal(liteJSON(t, db, "", "purge", "--state", "cancelled", "--older-than", "0s"), obj{"purged": 1.0})
-	is.Equal(liteJSON(t, db, "{\"unique_key\":\"k\"}\n\n{\"unique_key\":\"k\"}\n", "enqueue", "--file", "-"),
-		obj{"enqueued": 1.0, "duplicates": 1.0})
+		type obj = map[string]any
+		is.Equal(liteJSON(t, db, "", "reclaim"), []any{obj{"id": 1.0, "state": "available", "generation": 2.0}})
+		is.Equal(liteJSON(t, db, "", "reclaim"), []any{}) // none left: a list, not null
+		is.Equal(liteJSON(t, db, "", "release", "2"), obj{"id": 2.0, "state": "available", "generation": 2.0})
+		is.Equal(liteJSON(t, db, "", "cancel", "3"), obj{"id": 3.0, "state": "cancelled"})
+		is.Equal(liteJSON(t, db, "", "retry", "3"), obj{"id": 3.0, "state": "available"})
+		mustLite(t, db, "", "cancel", "3")
+		is.Equal(liteJSON(t, db, "", "purge", "--state", "cancelled", "--older-than", "0s"), obj{"purged": 1.0})
+		is.Equal(liteJSON(t, db, "{\"unique_key\":\"k\"}\n\n{\"unique_key\":\"k\"}\n", "enqueue", "--file", "-"),
+			obj{"enqueued": 1.0, "duplicates": 1.0})
+	})
 }
 
 // TestJSONOutputIsTheLibrarysForm pins that --json prints exactly what
 // json.Marshal makes of the library's values, so an application serving
 // them and a script reading the CLI see one form.
 func TestJSONOutputIsTheLibrarysForm(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "q.db")
-	q, err := lite.Open(t.Context(), db, lite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	ctx := t.Context()
-	// A done job with a binary result, a dead one with its errors, and a
-	// delayed one, so that no job is ready and oldest_ready_ms is 0.
-	enqueue := func(j lite.NewJob) *lite.Job {
-		t.Helper()
-		if _, err := q.Enqueue(ctx, j); err != nil {
-			t.Fatal(err)
-		}
-		jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"mail"}})
-		if err != nil || len(jobs) != 1 {
-			t.Fatalf("lease: %v, %d jobs", err, len(jobs))
-		}
-		return jobs[0]
-	}
-	done := enqueue(lite.NewJob{Queue: "mail", Kind: "send", Payload: []byte(`{"to":"ada"}`), UniqueKey: "ada"})
-	if err := q.AckDone(ctx, done.Lease(), []byte{0x89, 'P', 'N', 'G'}); err != nil {
-		t.Fatal(err)
-	}
-	dead := enqueue(lite.NewJob{Queue: "mail", Kind: "send", Payload: []byte{0xff}, MaxAttempts: 1})
-	if err := q.AckFailed(ctx, dead.Lease(), errors.New("smtp refused")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := q.Enqueue(ctx, lite.NewJob{Queue: "mail", Delay: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	marshalled := func(v any) string {
-		t.Helper()
-		b, err := json.MarshalIndent(v, "", "  ")
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		db := e.db(t)
+		q, err := lite.Open(t.Context(), db, lite.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(b) + "\n"
-	}
+		defer q.Close()
+		ctx := t.Context()
+		// A done job with a binary result, a dead one with its errors, and a
+		// delayed one, so that no job is ready and oldest_ready_ms is 0.
+		enqueue := func(j lite.NewJob) *lite.Job {
+			t.Helper()
+			if _, err := q.Enqueue(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+			jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"mail"}})
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("lease: %v, %d jobs", err, len(jobs))
+			}
+			return jobs[0]
+		}
+		done := enqueue(lite.NewJob{Queue: "mail", Kind: "send", Payload: []byte(`{"to":"ada"}`), UniqueKey: "ada"})
+		if err := q.AckDone(ctx, done.Lease(), []byte{0x89, 'P', 'N', 'G'}); err != nil {
+			t.Fatal(err)
+		}
+		dead := enqueue(lite.NewJob{Queue: "mail", Kind: "send", Payload: []byte{0xff}, MaxAttempts: 1})
+		if err := q.AckFailed(ctx, dead.Lease(), errors.New("smtp refused")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Enqueue(ctx, lite.NewJob{Queue: "mail", Delay: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		marshalled := func(v any) string {
+			t.Helper()
+			b, err := json.MarshalIndent(v, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b) + "\n"
+		}
 
-	t.Run("show --json prints json.Marshal of the job Get returns", func(t *testing.T) {
-		is := is.New(t)
-		for _, id := range []int64{done.ID, dead.ID} {
+		t.Run("show --json prints json.Marshal of the job Get returns", func(t *testing.T) {
+			is := is.New(t)
+			for _, id := range []int64{done.ID, dead.ID} {
+				j, err := q.Get(ctx, id)
+				is.NoErr(err)
+				is.Equal(mustLite(t, db, "", "--json", "show", fmt.Sprint(id)), marshalled(j))
+			}
+		})
+
+		t.Run("ls --json prints json.Marshal of the jobs List returns", func(t *testing.T) {
+			is := is.New(t)
+			jobs, err := q.List(ctx, lite.ListFilter{})
+			is.NoErr(err)
+			is.Equal(len(jobs), 3)
+			is.Equal(mustLite(t, db, "", "--json", "ls"), marshalled(jobs))
+			is.Equal(mustLite(t, db, "", "--json", "ls", "--state", "running"), "[]\n") // none: a list, not null
+		})
+
+		t.Run("stats --json prints json.Marshal of Stats, with every state counted", func(t *testing.T) {
+			is := is.New(t)
+			stats, err := q.Stats(ctx)
+			is.NoErr(err)
+			out := mustLite(t, db, "", "--json", "stats")
+			is.Equal(out, marshalled(stats))
+			var compact bytes.Buffer
+			is.NoErr(json.Compact(&compact, []byte(out)))
+			is.Equal(compact.String(), `[{"queue":"mail","counts":{"available":1,"cancelled":0,"dead":1,"done":1,"running":0},"oldest_ready_ms":0}]`)
+		})
+
+		t.Run("show --json escapes what a terminal acts on and still reads back as the job", func(t *testing.T) {
+			is := is.New(t)
+			payload := "del\x7f c1\u009b31m bidi\u202etxt"
+			id, err := q.Enqueue(ctx, lite.NewJob{Queue: "other", Payload: []byte(payload)})
+			is.NoErr(err)
 			j, err := q.Get(ctx, id)
 			is.NoErr(err)
-			is.Equal(mustLite(t, db, "", "--json", "show", fmt.Sprint(id)), marshalled(j))
-		}
-	})
-
-	t.Run("ls --json prints json.Marshal of the jobs List returns", func(t *testing.T) {
-		is := is.New(t)
-		jobs, err := q.List(ctx, lite.ListFilter{})
-		is.NoErr(err)
-		is.Equal(len(jobs), 3)
-		is.Equal(mustLite(t, db, "", "--json", "ls"), marshalled(jobs))
-		is.Equal(mustLite(t, db, "", "--json", "ls", "--state", "running"), "[]\n") // none: a list, not null
-	})
-
-	t.Run("stats --json prints json.Marshal of Stats, with every state counted", func(t *testing.T) {
-		is := is.New(t)
-		stats, err := q.Stats(ctx)
-		is.NoErr(err)
-		out := mustLite(t, db, "", "--json", "stats")
-		is.Equal(out, marshalled(stats))
-		var compact bytes.Buffer
-		is.NoErr(json.Compact(&compact, []byte(out)))
-		is.Equal(compact.String(), `[{"queue":"mail","counts":{"available":1,"cancelled":0,"dead":1,"done":1,"running":0},"oldest_ready_ms":0}]`)
-	})
-
-	t.Run("show --json escapes what a terminal acts on and still reads back as the job", func(t *testing.T) {
-		is := is.New(t)
-		payload := "del\x7f c1\u009b31m bidi\u202etxt"
-		id, err := q.Enqueue(ctx, lite.NewJob{Queue: "other", Payload: []byte(payload)})
-		is.NoErr(err)
-		j, err := q.Get(ctx, id)
-		is.NoErr(err)
-		out := mustLite(t, db, "", "--json", "show", fmt.Sprint(id))
-		is.Equal(rawUnsafe(out), "")
-		is.True(strings.Contains(out, `"payload": "del\u007f c1\u009b31m bidi\u202etxt"`))
-		var back lite.Job
-		is.NoErr(json.Unmarshal([]byte(out), &back))
-		is.Equal(string(back.Payload), payload)
-		is.Equal(marshalled(back), marshalled(j)) // the same job, field for field
+			out := mustLite(t, db, "", "--json", "show", fmt.Sprint(id))
+			is.Equal(rawUnsafe(out), "")
+			is.True(strings.Contains(out, `"payload": "del\u007f c1\u009b31m bidi\u202etxt"`))
+			var back lite.Job
+			is.NoErr(json.Unmarshal([]byte(out), &back))
+			is.Equal(string(back.Payload), payload)
+			is.Equal(marshalled(back), marshalled(j)) // the same job, field for field
+		})
 	})
 }

@@ -125,3 +125,44 @@ func TestADBThatIsNotAFilePathIsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestADBURLReachesTheServerAsGivenAndItsPasswordIsNeverPrinted(t *testing.T) {
+	// Nothing listens on port 1: every command that connects fails there.
+	const url = "postgres://ada:s3cret@127.0.0.1:1/jobs?connect_timeout=5"
+	const shown = "postgres://ada:xxxxx@127.0.0.1:1/jobs?connect_timeout=5"
+	for _, c := range []struct {
+		name string
+		args []string
+		env  string
+		code int
+		want string
+	}{
+		{"--db", []string{"--db", url, "ls"}, "", 1, "lite: open " + shown + ": connect: "},
+		{"LITE_DB", []string{"enqueue", "x"}, "LITE_DB=" + url, 1, "lite: open " + shown + ": connect: "},
+		{"a postgresql:// URL", []string{"--db", strings.Replace(url, "postgres:", "postgresql:", 1), "stats"}, "", 1,
+			"lite: open " + strings.Replace(shown, "postgres:", "postgresql:", 1) + ": connect: "},
+		{"a URL given to demo", []string{"demo", "--file", url}, "", 2, "lite: demo: --file takes a path"},
+		{"schema on a URL", []string{"--db", url, "schema"}, "", 2, "lite: schema prints a SQLite file's schema"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			dir := t.TempDir()
+			cmd := exec.CommandContext(t.Context(), liteBin, c.args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), c.env)
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			err := cmd.Run()
+			exit, ok := err.(*exec.ExitError)
+			is.True(ok)
+			is.Equal(exit.ExitCode(), c.code)
+			is.True(strings.HasPrefix(errOut.String(), c.want)) // the URL as given, not made a path
+			is.True(!strings.Contains(errOut.String(), "s3cret"))
+			is.Equal(strings.Count(errOut.String(), "\n"), 1) // one line
+			is.Equal(out.String(), "")
+			entries, err := os.ReadDir(dir)
+			is.NoErr(err)
+			is.Equal(len(entries), 0) // no file named after the URL
+		})
+	}
+}

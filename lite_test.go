@@ -157,124 +157,138 @@ func listJobs(t *testing.T, db string, args ...string) []cliJob {
 }
 
 func TestCLIHappyPaths(t *testing.T) {
-	is := is.New(t)
-	db := filepath.Join(t.TempDir(), "q.db")
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
 
-	is.Equal(mustLite(t, db, "", "enqueue", "-q", "mail", "-k", "send", "hello"), "1\n")
-	is.Equal(mustLite(t, db, "from stdin", "enqueue", "-"), "2\n")
-	var j cliJob
-	is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "enqueue", "--priority", "3", "p")), &j))
-	is.Equal(j.ID, int64(3))
-	is.Equal(j.State, "available")
+		is.Equal(mustLite(t, db, "", "enqueue", "-q", "mail", "-k", "send", "hello"), "1\n")
+		is.Equal(mustLite(t, db, "from stdin", "enqueue", "-"), "2\n")
+		var j cliJob
+		is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "enqueue", "--priority", "3", "p")), &j))
+		is.Equal(j.ID, int64(3))
+		is.Equal(j.State, "available")
 
-	lines := `{"kind":"k","payload":"text"}
+		lines := `{"kind":"k","payload":"text"}
 {"queue":"mail","payload":{"to":"ada"}}
 
 {"payload":"keyed","unique_key":"u"}
 {"payload":"keyed again","unique_key":"u"}
 `
-	file := filepath.Join(t.TempDir(), "jobs.jsonl")
-	is.NoErr(os.WriteFile(file, []byte(lines), 0o600))
-	is.Equal(mustLite(t, db, "", "enqueue", "--file", file), "enqueued 3 jobs (1 duplicates skipped)\n")
-	jobs := listJobs(t, db)
-	is.Equal(len(jobs), 6)
-	is.Equal(jobs[1].Payload, "from stdin")
-	is.Equal(jobs[4].Payload, `{"to":"ada"}`) // a JSON payload is kept as JSON
+		file := filepath.Join(t.TempDir(), "jobs.jsonl")
+		is.NoErr(os.WriteFile(file, []byte(lines), 0o600))
+		is.Equal(mustLite(t, db, "", "enqueue", "--file", file), "enqueued 3 jobs (1 duplicates skipped)\n")
+		jobs := listJobs(t, db)
+		is.Equal(len(jobs), 6)
+		is.Equal(jobs[1].Payload, "from stdin")
+		is.Equal(jobs[4].Payload, `{"to":"ada"}`) // a JSON payload is kept as JSON
 
-	mustLite(t, db, "", "work", "--exit-when-empty", "-c", "3", "--",
-		"sh", "-c", `printf '%s:%s:%s' "$LITE_JOB_ID" "$LITE_JOB_GENERATION" "$(cat)"`)
-	for _, j := range listJobs(t, db) {
-		is.Equal(j.State, "done")
-		is.Equal(j.Result, fmt.Sprintf("%d:%d:%s", j.ID, j.Generation, j.Payload)) // stdout is the result
-	}
-	is.True(strings.Contains(mustLite(t, db, "", "show", "1"), `result:       "1:1:hello"`))
-	is.True(strings.HasPrefix(statsRow(mustLite(t, db, "", "stats"), "mail"), "mail 0 0 2 0 0 "))
+		mustLite(t, db, "", "work", "--exit-when-empty", "-c", "3", "--",
+			"sh", "-c", `printf '%s:%s:%s' "$LITE_JOB_ID" "$LITE_JOB_GENERATION" "$(cat)"`)
+		for _, j := range listJobs(t, db) {
+			is.Equal(j.State, "done")
+			is.Equal(j.Result, fmt.Sprintf("%d:%d:%s", j.ID, j.Generation, j.Payload)) // stdout is the result
+		}
+		is.True(strings.Contains(mustLite(t, db, "", "show", "1"), `result:       "1:1:hello"`))
+		is.True(strings.HasPrefix(statsRow(mustLite(t, db, "", "stats"), "mail"), "mail 0 0 2 0 0 "))
 
-	mustLite(t, db, "", "enqueue", "-k", "doomed", "x")
-	mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo bad input >&2; exit 100")
-	dead := listJobs(t, db, "--state", "dead")
-	is.Equal(len(dead), 1)
-	is.True(strings.Contains(mustLite(t, db, "", "show", fmt.Sprint(dead[0].ID)), "exit status 100: bad input"))
-	is.Equal(mustLite(t, db, "", "retry", fmt.Sprint(dead[0].ID)), fmt.Sprintf("job %d is available again\n", dead[0].ID))
-	is.Equal(mustLite(t, db, "", "cancel", fmt.Sprint(dead[0].ID)), fmt.Sprintf("job %d cancelled\n", dead[0].ID))
-	is.Equal(mustLite(t, db, "", "reclaim"), "0 jobs reclaimed\n")
-	is.Equal(mustLite(t, db, "", "purge", "--state", "done", "--state", "cancelled", "--older-than", "0s"), "purged 7 jobs\n")
-	is.Equal(len(listJobs(t, db)), 0)
-	is.True(strings.Contains(mustLite(t, db, "", "schema"), "CREATE TABLE lite_jobs"))
+		mustLite(t, db, "", "enqueue", "-k", "doomed", "x")
+		mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo bad input >&2; exit 100")
+		dead := listJobs(t, db, "--state", "dead")
+		is.Equal(len(dead), 1)
+		is.True(strings.Contains(mustLite(t, db, "", "show", fmt.Sprint(dead[0].ID)), "exit status 100: bad input"))
+		is.Equal(mustLite(t, db, "", "retry", fmt.Sprint(dead[0].ID)), fmt.Sprintf("job %d is available again\n", dead[0].ID))
+		is.Equal(mustLite(t, db, "", "cancel", fmt.Sprint(dead[0].ID)), fmt.Sprintf("job %d cancelled\n", dead[0].ID))
+		is.Equal(mustLite(t, db, "", "reclaim"), "0 jobs reclaimed\n")
+		is.Equal(mustLite(t, db, "", "purge", "--state", "done", "--state", "cancelled", "--older-than", "0s"), "purged 7 jobs\n")
+		is.Equal(len(listJobs(t, db)), 0)
+		if e.name == "sqlite" {
+			is.True(strings.Contains(mustLite(t, db, "", "schema"), "CREATE TABLE lite_jobs"))
+		} else {
+			is.Equal(runLite(t, db, "", "schema").code, 2) // the binary holds SQLite's schema only
+		}
+	})
 }
 
 func TestCLIBadInputChangesNothing(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "q.db")
-	mustLite(t, db, "", "enqueue", "keep me")
-	done := filepath.Join(dir, "done.db")
-	mustLite(t, done, "", "enqueue", "x")
-	mustLite(t, done, "", "work", "--exit-when-empty", "--", "true")
-	notDB := filepath.Join(dir, "notes.txt")
-	if err := os.WriteFile(notDB, []byte("just some notes, not a database at all, long enough for a header"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		dir := t.TempDir()
+		db := e.db(t)
+		mustLite(t, db, "", "enqueue", "keep me")
+		done := e.db(t)
+		mustLite(t, done, "", "enqueue", "x")
+		mustLite(t, done, "", "work", "--exit-when-empty", "--", "true")
+		notDB := filepath.Join(dir, "notes.txt")
+		if err := os.WriteFile(notDB, []byte("just some notes, not a database at all, long enough for a header"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 
-	cases := []struct {
-		name  string
-		db    string
-		stdin string
-		args  []string
-		code  int
-		want  string
-	}{
-		{"an unknown job id", db, "", []string{"show", "42"}, 1, "lite: show job 42: job not found\n"},
-		{"an unknown id to release", db, "", []string{"release", "42"}, 1, "lite: release job 42: job not found\n"},
-		{"an unknown id to retry", db, "", []string{"retry", "42"}, 1, "lite: retry job 42: job not found\n"},
-		{"an unknown id to cancel", db, "", []string{"cancel", "42"}, 1, "lite: cancel job 42: job not found\n"},
-		{"releasing a job that is not running", db, "", []string{"release", "1"}, 1, "lite: release job 1: invalid job state: it is available, not running\n"},
-		{"retrying a job that is not dead", db, "", []string{"retry", "1"}, 1, "lite: retry job 1: invalid job state: it is available, not dead or cancelled\n"},
-		{"a job id that is not a number", db, "", []string{"show", "abc"}, 2, "expected a valid 64 bit int"},
-		{"a bad duration", db, "", []string{"enqueue", "--delay", "5parsecs", "x"}, 2, "--delay"},
-		{"a bad flag", db, "", []string{"ls", "--colour"}, 2, "unknown flag --colour"},
-		{"a bad state", db, "", []string{"ls", "--state", "asleep"}, 2, "--state"},
-		{"work without --", db, "", []string{"work", "./handler.sh"}, 2, "give the command after --"},
-		{"stale-after under three heartbeats", db, "", []string{"work", "--heartbeat", "1s", "--stale-after", "2s", "--", "true"}, 2, "under three heartbeats"},
-		{"purge without a state", db, "", []string{"purge", "--older-than", "1h"}, 2, "--state"},
-		{"an --at of year 1, which looks unset", db, "", []string{"enqueue", "--at", "0001-01-01T00:00:00Z", "x"}, 2, "outside 1970-01-01 to 9999-12-31"},
-		{"a stale-after under a millisecond", db, "", []string{"work", "--heartbeat", "100us", "--stale-after", "300us", "--", "true"}, 2, "millisecond"},
-		{"cancelling a finished job", done, "", []string{"cancel", "1"}, 1, "lite: cancel job 1: invalid job state: it is done, not available or running\n"},
-		{"a payload over the cap", db, strings.Repeat("x", 1<<20+1), []string{"enqueue", "-"}, 1, "too large"},
-		{"an unreadable db path", filepath.Join(dir, "no", "such", "dir.db"), "", []string{"enqueue", "x"}, 1, "no such file or directory"},
-		{"a missing db for a read", filepath.Join(dir, "missing.db"), "", []string{"ls"}, 1, "no such file or directory"},
-		{"a file that is not a database", notDB, "", []string{"ls"}, 1, "not a lite database"},
-		{"a NUL in a kind", db, `{"kind":"a\u0000b"}` + "\n", []string{"enqueue", "--file", "-"}, 1, "control character"},
-		{"an escape in a queue", db, "", []string{"enqueue", "-q", "mail\x1b[2J", "x"}, 1, "control character"},
-		{"a bad line in an enqueue file", db, "\n{\"payload\":\"a\"}\n{oops\n", []string{"enqueue", "--file", "-"}, 1, "line 3: "},
-		{"an empty db path", "", "", []string{"ls"}, 2, "--db (or LITE_DB) is empty"},
-		{"a device as the db", os.DevNull, "", []string{"ls"}, 2, "is not a regular file"},
-		{"a directory as the db", dir, "", []string{"enqueue", "x"}, 2, "is not a regular file"},
-	}
-	for _, c := range cases {
-		t.Run(c.name+" is refused with a clear error", func(t *testing.T) {
-			is := is.New(t)
-			var before []cliJob
-			if info, err := os.Stat(c.db); err == nil && info.Mode().IsRegular() && c.db != notDB {
-				before = listJobs(t, c.db)
-			}
-			notesBefore, _ := os.ReadFile(notDB)
+		type badInput struct {
+			name  string
+			db    string
+			stdin string
+			args  []string
+			code  int
+			want  string
+		}
+		cases := []badInput{
+			{"an unknown job id", db, "", []string{"show", "42"}, 1, "lite: show job 42: job not found\n"},
+			{"an unknown id to release", db, "", []string{"release", "42"}, 1, "lite: release job 42: job not found\n"},
+			{"an unknown id to retry", db, "", []string{"retry", "42"}, 1, "lite: retry job 42: job not found\n"},
+			{"an unknown id to cancel", db, "", []string{"cancel", "42"}, 1, "lite: cancel job 42: job not found\n"},
+			{"releasing a job that is not running", db, "", []string{"release", "1"}, 1, "lite: release job 1: invalid job state: it is available, not running\n"},
+			{"retrying a job that is not dead", db, "", []string{"retry", "1"}, 1, "lite: retry job 1: invalid job state: it is available, not dead or cancelled\n"},
+			{"a job id that is not a number", db, "", []string{"show", "abc"}, 2, "expected a valid 64 bit int"},
+			{"a bad duration", db, "", []string{"enqueue", "--delay", "5parsecs", "x"}, 2, "--delay"},
+			{"a bad flag", db, "", []string{"ls", "--colour"}, 2, "unknown flag --colour"},
+			{"a bad state", db, "", []string{"ls", "--state", "asleep"}, 2, "--state"},
+			{"work without --", db, "", []string{"work", "./handler.sh"}, 2, "give the command after --"},
+			{"stale-after under three heartbeats", db, "", []string{"work", "--heartbeat", "1s", "--stale-after", "2s", "--", "true"}, 2, "under three heartbeats"},
+			{"purge without a state", db, "", []string{"purge", "--older-than", "1h"}, 2, "--state"},
+			{"an --at of year 1, which looks unset", db, "", []string{"enqueue", "--at", "0001-01-01T00:00:00Z", "x"}, 2, "outside 1970-01-01 to 9999-12-31"},
+			{"a stale-after under a millisecond", db, "", []string{"work", "--heartbeat", "100us", "--stale-after", "300us", "--", "true"}, 2, "millisecond"},
+			{"cancelling a finished job", done, "", []string{"cancel", "1"}, 1, "lite: cancel job 1: invalid job state: it is done, not available or running\n"},
+			{"a payload over the cap", db, strings.Repeat("x", 1<<20+1), []string{"enqueue", "-"}, 1, "too large"},
+			{"a NUL in a kind", db, `{"kind":"a\u0000b"}` + "\n", []string{"enqueue", "--file", "-"}, 1, "control character"},
+			{"an escape in a queue", db, "", []string{"enqueue", "-q", "mail\x1b[2J", "x"}, 1, "control character"},
+			{"a bad line in an enqueue file", db, "\n{\"payload\":\"a\"}\n{oops\n", []string{"enqueue", "--file", "-"}, 1, "line 3: "},
+			{"an empty db path", "", "", []string{"ls"}, 2, "--db (or LITE_DB) is empty"},
+		}
+		if e.name == "sqlite" {
+			// A path that names no lite database: SQLite's own refusals.
+			cases = append(cases, []badInput{
+				{"an unreadable db path", filepath.Join(dir, "no", "such", "dir.db"), "", []string{"enqueue", "x"}, 1, "no such file or directory"},
+				{"a missing db for a read", filepath.Join(dir, "missing.db"), "", []string{"ls"}, 1, "no such file or directory"},
+				{"a file that is not a database", notDB, "", []string{"ls"}, 1, "not a lite database"},
+				{"a device as the db", os.DevNull, "", []string{"ls"}, 2, "is not a regular file"},
+				{"a directory as the db", dir, "", []string{"enqueue", "x"}, 2, "is not a regular file"},
+			}...)
+		}
+		for _, c := range cases {
+			t.Run(c.name+" is refused with a clear error", func(t *testing.T) {
+				is := is.New(t)
+				var before []cliJob
+				if c.db == db || c.db == done {
+					before = listJobs(t, c.db)
+				}
+				notesBefore, _ := os.ReadFile(notDB)
 
-			r := runLite(t, c.db, c.stdin, c.args...)
-			is.Equal(r.code, c.code)
-			is.True(strings.Contains(r.stderr, c.want))
-			is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
-			is.Equal(r.stdout, "")
-			is.Equal(rawUnsafe(r.stderr), "") // the error echoes no terminal escape raw
+				r := runLite(t, c.db, c.stdin, c.args...)
+				is.Equal(r.code, c.code)
+				is.True(strings.Contains(r.stderr, c.want))
+				is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
+				is.Equal(r.stdout, "")
+				is.Equal(rawUnsafe(r.stderr), "") // the error echoes no terminal escape raw
 
-			if before != nil {
-				is.Equal(listJobs(t, c.db), before) // nothing stored changed
-			}
-			notesAfter, _ := os.ReadFile(notDB)
-			is.Equal(notesAfter, notesBefore)
-			_, err := os.Stat(filepath.Join(dir, "missing.db"))
-			is.True(os.IsNotExist(err)) // a read never creates the file
-		})
-	}
+				if before != nil {
+					is.Equal(listJobs(t, c.db), before) // nothing stored changed
+				}
+				notesAfter, _ := os.ReadFile(notDB)
+				is.Equal(notesAfter, notesBefore)
+				_, err := os.Stat(filepath.Join(dir, "missing.db"))
+				is.True(os.IsNotExist(err)) // a read never creates the file
+			})
+		}
+	})
 }
 
 // startWorker starts `lite work` on db; it is killed when the test ends.
@@ -306,80 +320,84 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func TestWorkersSharingAFileSurviveASIGKILL(t *testing.T) {
-	is := is.New(t)
-	db := filepath.Join(t.TempDir(), "q.db")
-	const n = 60
-	var lines strings.Builder
-	for i := range n {
-		fmt.Fprintf(&lines, "{\"payload\":\"%d\"}\n", i)
-	}
-	mustLite(t, db, lines.String(), "enqueue", "--file", "-")
+func TestWorkersSharingAQueueSurviveASIGKILL(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		const n = 60
+		var lines strings.Builder
+		for i := range n {
+			fmt.Fprintf(&lines, "{\"payload\":\"%d\"}\n", i)
+		}
+		mustLite(t, db, lines.String(), "enqueue", "--file", "-")
 
-	// Each job prints the generation it ran under: the result must be the
-	// job's final generation.
-	handler := []string{"-c", "2", "--heartbeat", "100ms", "--stale-after", "500ms", "--",
-		"sh", "-c", `sleep 0.05; printf '%s' "$LITE_JOB_GENERATION"`}
-	var workers []*exec.Cmd
-	for range 3 {
-		workers = append(workers, startWorker(t, db, nil, handler...))
-	}
-	victim := workers[0]
-	pid := fmt.Sprintf(":%d:", victim.Process.Pid)
-	eventually(t, "the victim runs a job", func() bool {
-		for _, j := range listJobs(t, db, "--state", "running") {
-			if strings.Contains(j.LockedBy, pid) {
-				return true
+		// Each job prints the generation it ran under: the result must be the
+		// job's final generation.
+		handler := []string{"-c", "2", "--heartbeat", "100ms", "--stale-after", "500ms", "--",
+			"sh", "-c", `sleep 0.05; printf '%s' "$LITE_JOB_GENERATION"`}
+		var workers []*exec.Cmd
+		for range 3 {
+			workers = append(workers, startWorker(t, db, nil, handler...))
+		}
+		victim := workers[0]
+		pid := fmt.Sprintf(":%d:", victim.Process.Pid)
+		eventually(t, "the victim runs a job", func() bool {
+			for _, j := range listJobs(t, db, "--state", "running") {
+				if strings.Contains(j.LockedBy, pid) {
+					return true
+				}
+			}
+			return false
+		})
+		is.NoErr(victim.Process.Signal(syscall.SIGKILL)) // mid-job
+		victim.Wait()
+
+		eventually(t, "every job is done", func() bool { return len(listJobs(t, db, "--state", "done")) == n })
+		for _, w := range workers[1:] {
+			is.NoErr(w.Process.Signal(syscall.SIGTERM))
+			is.NoErr(w.Wait()) // a clean, graceful exit
+		}
+		reclaimed := 0
+		for _, j := range listJobs(t, db) {
+			is.Equal(j.State, "done")
+			is.Equal(j.Result, fmt.Sprint(j.Generation)) // from its final generation
+			if j.Generation > 1 {
+				reclaimed++
 			}
 		}
-		return false
+		is.True(reclaimed >= 1) // the victim's job came back under a new generation
 	})
-	is.NoErr(victim.Process.Signal(syscall.SIGKILL)) // mid-job
-	victim.Wait()
-
-	eventually(t, "every job is done", func() bool { return len(listJobs(t, db, "--state", "done")) == n })
-	for _, w := range workers[1:] {
-		is.NoErr(w.Process.Signal(syscall.SIGTERM))
-		is.NoErr(w.Wait()) // a clean, graceful exit
-	}
-	reclaimed := 0
-	for _, j := range listJobs(t, db) {
-		is.Equal(j.State, "done")
-		is.Equal(j.Result, fmt.Sprint(j.Generation)) // from its final generation
-		if j.Generation > 1 {
-			reclaimed++
-		}
-	}
-	is.True(reclaimed >= 1) // the victim's job came back under a new generation
 }
 
 func TestAdminReleaseRacingALiveWorker(t *testing.T) {
-	is := is.New(t)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "q.db")
-	mustLite(t, db, "", "enqueue", "x")
-	started := filepath.Join(dir, "started")
-	finished := filepath.Join(dir, "finished")
-	// The first run waits long and marks that it finished; a later run
-	// answers at once.
-	script := fmt.Sprintf(`if [ "$LITE_JOB_GENERATION" = 1 ]; then touch %s; sleep 3; touch %s; fi
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		dir := t.TempDir()
+		db := e.db(t)
+		mustLite(t, db, "", "enqueue", "x")
+		started := filepath.Join(dir, "started")
+		finished := filepath.Join(dir, "finished")
+		// The first run waits long and marks that it finished; a later run
+		// answers at once.
+		script := fmt.Sprintf(`if [ "$LITE_JOB_GENERATION" = 1 ]; then touch %s; sleep 3; touch %s; fi
 printf 'result from generation %%s' "$LITE_JOB_GENERATION"`, started, finished)
-	var logs bytes.Buffer
-	w := startWorker(t, db, &logs, "-c", "1", "--heartbeat", "100ms", "--stale-after", "1s", "--grace", "200ms", "--", "sh", "-c", script)
-	eventually(t, "the first run starts", func() bool { _, err := os.Stat(started); return err == nil })
+		var logs bytes.Buffer
+		w := startWorker(t, db, &logs, "-c", "1", "--heartbeat", "100ms", "--stale-after", "1s", "--grace", "200ms", "--", "sh", "-c", script)
+		eventually(t, "the first run starts", func() bool { _, err := os.Stat(started); return err == nil })
 
-	is.Equal(mustLite(t, db, "", "release", "1"), "job 1 released; now generation 2\n")
-	eventually(t, "the job is done", func() bool { return len(listJobs(t, db, "--state", "done")) == 1 })
-	is.NoErr(w.Process.Signal(syscall.SIGTERM))
-	is.NoErr(w.Wait())
+		is.Equal(mustLite(t, db, "", "release", "1"), "job 1 released; now generation 2\n")
+		eventually(t, "the job is done", func() bool { return len(listJobs(t, db, "--state", "done")) == 1 })
+		is.NoErr(w.Process.Signal(syscall.SIGTERM))
+		is.NoErr(w.Wait())
 
-	j := listJobs(t, db)[0]
-	is.Equal(j.Generation, int64(3))
-	is.Equal(j.Result, "result from generation 3") // the first run's result never landed
-	_, err := os.Stat(finished)
-	is.True(os.IsNotExist(err)) // the first run was stopped, not left to finish
-	is.True(strings.Contains(logs.String(), "lease lost; stopping its handler"))
-	is.True(strings.Contains(logs.String(), "stale ack skipped"))
+		j := listJobs(t, db)[0]
+		is.Equal(j.Generation, int64(3))
+		is.Equal(j.Result, "result from generation 3") // the first run's result never landed
+		_, err := os.Stat(finished)
+		is.True(os.IsNotExist(err)) // the first run was stopped, not left to finish
+		is.True(strings.Contains(logs.String(), "lease lost; stopping its handler"))
+		is.True(strings.Contains(logs.String(), "stale ack skipped"))
+	})
 }
 
 // quickStart is the shell block under the README's "CLI quick start".

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/liteq/lite/cmd"
+	_ "github.com/liteq/lite/lite/pg" // --db postgres://…
 )
 
 //go:embed schema.sql

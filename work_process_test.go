@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,34 +158,82 @@ exec sleep 1000`, dir)
 }
 
 func TestWorkEndsTheWholeProcessTree(t *testing.T) {
-	t.Run("a timed-out command's tree is killed after the grace, even what ignores SIGTERM", func(t *testing.T) {
-		is := is.New(t)
-		dir := t.TempDir()
-		db := filepath.Join(dir, "q.db")
-		mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		t.Run("a timed-out command's tree is killed after the grace, even what ignores SIGTERM", func(t *testing.T) {
+			is := is.New(t)
+			dir := t.TempDir()
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
 
-		args := append([]string{"work", "--exit-when-empty", "--timeout", "1s", "--grace", "200ms", "--"}, stubbornTree(dir)...)
-		mustLite(t, db, "", args...)
-		waitGone(t, "the leader", readPid(t, filepath.Join(dir, "outer.pid")))
-		waitGone(t, "the grandchild", readPid(t, filepath.Join(dir, "inner.pid")))
-		j := showJob(t, db, 1)
-		is.Equal(j.State, "dead")
-		is.True(strings.Contains(j.Errors[0].Error, "timed out"))
+			args := append([]string{"work", "--exit-when-empty", "--timeout", "1s", "--grace", "200ms", "--"}, stubbornTree(dir)...)
+			mustLite(t, db, "", args...)
+			waitGone(t, "the leader", readPid(t, filepath.Join(dir, "outer.pid")))
+			waitGone(t, "the grandchild", readPid(t, filepath.Join(dir, "inner.pid")))
+			j := showJob(t, db, 1)
+			is.Equal(j.State, "dead")
+			is.True(strings.Contains(j.Errors[0].Error, "timed out"))
+		})
+
+		t.Run("at shutdown a tree that ignores SIGTERM is killed after the grace and its job is given back", func(t *testing.T) {
+			is := is.New(t)
+			dir := t.TempDir()
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "x")
+
+			w := startWatched(t, db, append([]string{"--grace", "200ms", "--"}, stubbornTree(dir)...)...)
+			outer := readPid(t, filepath.Join(dir, "outer.pid"))
+			inner := readPid(t, filepath.Join(dir, "inner.pid"))
+			is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
+			is.Equal(w.wait(t), 0) // a graceful stop
+			// lite work killed the tree itself: the worker never gave up on it.
+			is.True(!strings.Contains(w.log(), "ignored shutdown"))
+			waitGone(t, "the leader", outer)
+			waitGone(t, "the grandchild", inner)
+			j := showJob(t, db, 1)
+			is.Equal(j.State, "available")
+			is.Equal(j.Attempts, 0) // given back: the attempt is not held against it
+			is.Equal(len(j.Errors), 0)
+		})
+
+		t.Run("a background child holding stdout does not fail a command that exited 0, and ends with it", func(t *testing.T) {
+			is := is.New(t)
+			dir := t.TempDir()
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
+
+			mustLite(t, db, "", "work", "--exit-when-empty", "--grace", "200ms", "--",
+				"sh", "-c", fmt.Sprintf(`sleep 1000 & echo $! > %s/bg.pid; printf started`, dir))
+			bg := readPid(t, filepath.Join(dir, "bg.pid"))
+			j := showJob(t, db, 1)
+			is.Equal(len(j.Errors), 0) // not failed: no "WaitDelay expired"
+			is.Equal(j.State, "done")
+			is.Equal(j.Result, "started")
+			waitGone(t, "the background child", bg)
+		})
 	})
+}
 
-	t.Run("at shutdown a tree that ignores SIGTERM is killed after the grace and its job is given back", func(t *testing.T) {
+func TestWorkSecondSignalStopsAtOnce(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		dir := t.TempDir()
-		db := filepath.Join(dir, "q.db")
+		db := e.db(t)
 		mustLite(t, db, "", "enqueue", "x")
 
-		w := startWatched(t, db, append([]string{"--grace", "200ms", "--"}, stubbornTree(dir)...)...)
+		// A grace far longer than the test may run: only the second signal
+		// can end it.
+		w := startWatched(t, db, append([]string{"--grace", "1h", "--"}, stubbornTree(dir)...)...)
 		outer := readPid(t, filepath.Join(dir, "outer.pid"))
 		inner := readPid(t, filepath.Join(dir, "inner.pid"))
 		is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
-		is.Equal(w.wait(t), 0) // a graceful stop
-		// lite work killed the tree itself: the worker never gave up on it.
-		is.True(!strings.Contains(w.log(), "ignored shutdown"))
+		// Two signals sent at once may arrive as one: send the second once
+		// the first was seen.
+		eventually(t, "lite work says it is shutting down", func() bool { return strings.Contains(w.log(), "shutting down") })
+		is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
+
+		is.Equal(w.wait(t), 1)
+		lines := strings.Split(strings.TrimSpace(w.log()), "\n")
+		is.True(strings.Contains(lines[len(lines)-1], "lite: work: stopped at once")) // says why it exited early
 		waitGone(t, "the leader", outer)
 		waitGone(t, "the grandchild", inner)
 		j := showJob(t, db, 1)
@@ -194,210 +241,175 @@ func TestWorkEndsTheWholeProcessTree(t *testing.T) {
 		is.Equal(j.Attempts, 0) // given back: the attempt is not held against it
 		is.Equal(len(j.Errors), 0)
 	})
-
-	t.Run("a background child holding stdout does not fail a command that exited 0, and ends with it", func(t *testing.T) {
-		is := is.New(t)
-		dir := t.TempDir()
-		db := filepath.Join(dir, "q.db")
-		mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
-
-		mustLite(t, db, "", "work", "--exit-when-empty", "--grace", "200ms", "--",
-			"sh", "-c", fmt.Sprintf(`sleep 1000 & echo $! > %s/bg.pid; printf started`, dir))
-		bg := readPid(t, filepath.Join(dir, "bg.pid"))
-		j := showJob(t, db, 1)
-		is.Equal(len(j.Errors), 0) // not failed: no "WaitDelay expired"
-		is.Equal(j.State, "done")
-		is.Equal(j.Result, "started")
-		waitGone(t, "the background child", bg)
-	})
-}
-
-func TestWorkSecondSignalStopsAtOnce(t *testing.T) {
-	is := is.New(t)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "q.db")
-	mustLite(t, db, "", "enqueue", "x")
-
-	// A grace far longer than the test may run: only the second signal
-	// can end it.
-	w := startWatched(t, db, append([]string{"--grace", "1h", "--"}, stubbornTree(dir)...)...)
-	outer := readPid(t, filepath.Join(dir, "outer.pid"))
-	inner := readPid(t, filepath.Join(dir, "inner.pid"))
-	is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
-	// Two signals sent at once may arrive as one: send the second once
-	// the first was seen.
-	eventually(t, "lite work says it is shutting down", func() bool { return strings.Contains(w.log(), "shutting down") })
-	is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
-
-	is.Equal(w.wait(t), 1)
-	lines := strings.Split(strings.TrimSpace(w.log()), "\n")
-	is.True(strings.Contains(lines[len(lines)-1], "lite: work: stopped at once")) // says why it exited early
-	waitGone(t, "the leader", outer)
-	waitGone(t, "the grandchild", inner)
-	j := showJob(t, db, 1)
-	is.Equal(j.State, "available")
-	is.Equal(j.Attempts, 0) // given back: the attempt is not held against it
-	is.Equal(len(j.Errors), 0)
 }
 
 func TestWorkSurvivesABrokenLogPipe(t *testing.T) {
-	is := is.New(t)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "q.db")
-	mustLite(t, db, "", "enqueue", "x")
-	started := filepath.Join(dir, "started")
-	// The first run waits to be stopped; a later one answers at once.
-	script := fmt.Sprintf(`if [ "$LITE_JOB_GENERATION" = 1 ]; then touch %s; exec sleep 1000; fi
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		dir := t.TempDir()
+		db := e.db(t)
+		mustLite(t, db, "", "enqueue", "x")
+		started := filepath.Join(dir, "started")
+		// The first run waits to be stopped; a later one answers at once.
+		script := fmt.Sprintf(`if [ "$LITE_JOB_GENERATION" = 1 ]; then touch %s; exec sleep 1000; fi
 printf 'generation %%s' "$LITE_JOB_GENERATION"`, started)
 
-	// Its stderr is a pipe nobody reads any more, as after `2>&1 | head`.
-	r, pw, err := os.Pipe()
-	is.NoErr(err)
-	is.NoErr(r.Close())
-	cmd := exec.Command(liteBin, "--db", db, "work", "-c", "1", "--heartbeat", "100ms", "--stale-after", "1s",
-		"--grace", "200ms", "--", "sh", "-c", script)
-	cmd.Stderr = pw
-	w := watch(t, &watchedWorker{}, cmd)
-	is.NoErr(pw.Close())
-	alive := func() bool {
-		if w.exited() {
-			t.Fatalf("lite work died: %v", w.err)
+		// Its stderr is a pipe nobody reads any more, as after `2>&1 | head`.
+		r, pw, err := os.Pipe()
+		is.NoErr(err)
+		is.NoErr(r.Close())
+		cmd := exec.Command(liteBin, "--db", db, "work", "-c", "1", "--heartbeat", "100ms", "--stale-after", "1s",
+			"--grace", "200ms", "--", "sh", "-c", script)
+		cmd.Stderr = pw
+		w := watch(t, &watchedWorker{}, cmd)
+		is.NoErr(pw.Close())
+		alive := func() bool {
+			if w.exited() {
+				t.Fatalf("lite work died: %v", w.err)
+			}
+			return true
 		}
-		return true
-	}
 
-	eventually(t, "the first run starts", func() bool { _, err := os.Stat(started); return alive() && err == nil })
-	// The worker warns that it lost the lease: a write to the closed pipe.
-	mustLite(t, db, "", "release", "1")
-	eventually(t, "the job is done", func() bool { return alive() && showJob(t, db, 1).State == "done" })
-	is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
-	is.Equal(w.wait(t), 0) // a clean exit, though no log line could be written
+		eventually(t, "the first run starts", func() bool { _, err := os.Stat(started); return alive() && err == nil })
+		// The worker warns that it lost the lease: a write to the closed pipe.
+		mustLite(t, db, "", "release", "1")
+		eventually(t, "the job is done", func() bool { return alive() && showJob(t, db, 1).State == "done" })
+		is.NoErr(cmd.Process.Signal(syscall.SIGTERM))
+		is.Equal(w.wait(t), 0) // a clean exit, though no log line could be written
+	})
 }
 
 func TestWorkRefusesACommandItCannotRun(t *testing.T) {
-	dir := t.TempDir()
-	notExecutable := filepath.Join(dir, "handler.sh")
-	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name    string
-		command string
-		want    string
-	}{
-		{"a path that does not exist", "/nonexistent/cmd", `cannot run "/nonexistent/cmd": no such file or directory`},
-		{"a name not on PATH", "no-such-command-for-lite", `cannot run "no-such-command-for-lite": executable file not found in $PATH`},
-		{"a file that is not executable", notExecutable, "permission denied"},
-	}
-	for _, c := range cases {
-		t.Run(c.name+" is refused at start-up in one line, and no job is touched", func(t *testing.T) {
-			is := is.New(t)
-			db := filepath.Join(t.TempDir(), "q.db")
-			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
-			before := listJobs(t, db)
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		dir := t.TempDir()
+		notExecutable := filepath.Join(dir, "handler.sh")
+		if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct {
+			name    string
+			command string
+			want    string
+		}{
+			{"a path that does not exist", "/nonexistent/cmd", `cannot run "/nonexistent/cmd": no such file or directory`},
+			{"a name not on PATH", "no-such-command-for-lite", `cannot run "no-such-command-for-lite": executable file not found in $PATH`},
+			{"a file that is not executable", notExecutable, "permission denied"},
+		}
+		for _, c := range cases {
+			t.Run(c.name+" is refused at start-up in one line, and no job is touched", func(t *testing.T) {
+				is := is.New(t)
+				db := e.db(t)
+				mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
+				before := listJobs(t, db)
 
-			r := runLite(t, db, "", "work", "--exit-when-empty", "--", c.command)
-			is.Equal(r.code, 2)
-			is.True(strings.Contains(r.stderr, c.want))
-			is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
-			is.Equal(listJobs(t, db), before)          // no attempt burnt
+				r := runLite(t, db, "", "work", "--exit-when-empty", "--", c.command)
+				is.Equal(r.code, 2)
+				is.True(strings.Contains(r.stderr, c.want))
+				is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
+				is.Equal(listJobs(t, db), before)          // no attempt burnt
 
-			fresh := filepath.Join(t.TempDir(), "fresh.db")
-			is.Equal(runLite(t, fresh, "", "work", "--", c.command).code, 2)
-			_, err := os.Stat(fresh)
-			is.True(os.IsNotExist(err)) // refused before the file is made
-		})
-	}
+				fresh := e.db(t)
+				is.Equal(runLite(t, fresh, "", "work", "--", c.command).code, 2)
+				is.True(e.untouched(t, fresh)) // refused before the database is made
+			})
+		}
+	})
 }
 
 func TestWorkReportsFailedAttempts(t *testing.T) {
-	t.Run("a failed attempt is logged with its job, attempt and error", func(t *testing.T) {
-		is := is.New(t)
-		db := filepath.Join(t.TempDir(), "q.db")
-		mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
-		r := runLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo oops >&2; exit 3")
-		is.Equal(r.code, 0)
-		is.True(strings.Contains(r.stderr, `msg="lite: job attempt failed" job_id=1 `))
-		is.True(strings.Contains(r.stderr, " attempt=1 "))
-		is.True(strings.Contains(r.stderr, ` err="exit status 3: oops"`))
-	})
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		t.Run("a failed attempt is logged with its job, attempt and error", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
+			r := runLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo oops >&2; exit 3")
+			is.Equal(r.code, 0)
+			is.True(strings.Contains(r.stderr, `msg="lite: job attempt failed" job_id=1 `))
+			is.True(strings.Contains(r.stderr, " attempt=1 "))
+			is.True(strings.Contains(r.stderr, ` err="exit status 3: oops"`))
+		})
 
-	t.Run("an exit status with nothing on stderr is recorded without a trailing colon", func(t *testing.T) {
-		is := is.New(t)
-		db := filepath.Join(t.TempDir(), "q.db")
-		mustLite(t, db, "", "enqueue", "x")
-		mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "exit 100")
-		j := showJob(t, db, 1)
-		is.Equal(j.State, "dead")
-		is.Equal(j.Errors[0].Error, "exit status 100")
+		t.Run("an exit status with nothing on stderr is recorded without a trailing colon", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "x")
+			mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "exit 100")
+			j := showJob(t, db, 1)
+			is.Equal(j.State, "dead")
+			is.Equal(j.Errors[0].Error, "exit status 100")
+		})
 	})
 }
 
 func TestWorkRefusesFlagsItWouldIgnore(t *testing.T) {
-	cases := []struct {
-		flag []string
-		want string
-	}{
-		{[]string{"-c", "0"}, "--concurrency must be at least 1"},
-		{[]string{"--grace", "0s"}, "--grace must be more than 0s"},
-		{[]string{"--grace=-1s"}, "--grace must be more than 0s"},
-		{[]string{"--heartbeat=-1s"}, "--heartbeat must be more than 0s"},
-		{[]string{"--heartbeat", "0s"}, "--heartbeat must be more than 0s"},
-		{[]string{"--stale-after=-1s"}, "--stale-after must be more than 0s"},
-		{[]string{"--timeout=-1s"}, "--timeout must not be negative"},
-		{[]string{"--poll=-1s"}, "--poll must be more than 0s"},
-		{[]string{"--poll", "0s"}, "--poll must be more than 0s"},
-		{[]string{"--heartbeat", "100us", "--stale-after", "300us"}, "--stale-after must be at least 1ms"},
-		{[]string{"--heartbeat", "1h", "--stale-after", "2h"}, "under three heartbeats of --heartbeat"},
-		{[]string{"--queue", "=3"}, `--queue "=3" names no queue`},
-		{[]string{"--queue", "a=0"}, `--queue "a=0": N must be at least 1, not 0`},
-		{[]string{"--queue", "a=x"}, `--queue "a=x": N must be a whole number`},
-		{[]string{"-q", "a", "-q", "a=2"}, `--queue "a" is given twice`},
-	}
-	db := filepath.Join(t.TempDir(), "q.db")
-	mustLite(t, db, "", "enqueue", "x")
-	before := listJobs(t, db)
-	for _, c := range cases {
-		t.Run(strings.Join(c.flag, " ")+" is refused with a usage error", func(t *testing.T) {
-			is := is.New(t)
-			r := runLite(t, db, "", append(append([]string{"work", "--exit-when-empty"}, c.flag...), "--", "true")...)
-			is.Equal(r.code, 2)
-			is.True(strings.Contains(r.stderr, c.want))
-			is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
-			is.Equal(listJobs(t, db), before)          // nothing ran
-			fresh := filepath.Join(t.TempDir(), "new.db")
-			r = runLite(t, fresh, "", append(append([]string{"work"}, c.flag...), "--", "true")...)
-			is.Equal(r.code, 2)
-			_, err := os.Stat(fresh)
-			is.True(errors.Is(err, fs.ErrNotExist)) // refused before any file is made
-		})
-	}
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		cases := []struct {
+			flag []string
+			want string
+		}{
+			{[]string{"-c", "0"}, "--concurrency must be at least 1"},
+			{[]string{"--grace", "0s"}, "--grace must be more than 0s"},
+			{[]string{"--grace=-1s"}, "--grace must be more than 0s"},
+			{[]string{"--heartbeat=-1s"}, "--heartbeat must be more than 0s"},
+			{[]string{"--heartbeat", "0s"}, "--heartbeat must be more than 0s"},
+			{[]string{"--stale-after=-1s"}, "--stale-after must be more than 0s"},
+			{[]string{"--timeout=-1s"}, "--timeout must not be negative"},
+			{[]string{"--poll=-1s"}, "--poll must be more than 0s"},
+			{[]string{"--poll", "0s"}, "--poll must be more than 0s"},
+			{[]string{"--heartbeat", "100us", "--stale-after", "300us"}, "--stale-after must be at least 1ms"},
+			{[]string{"--heartbeat", "1h", "--stale-after", "2h"}, "under three heartbeats of --heartbeat"},
+			{[]string{"--queue", "=3"}, `--queue "=3" names no queue`},
+			{[]string{"--queue", "a=0"}, `--queue "a=0": N must be at least 1, not 0`},
+			{[]string{"--queue", "a=x"}, `--queue "a=x": N must be a whole number`},
+			{[]string{"-q", "a", "-q", "a=2"}, `--queue "a" is given twice`},
+		}
+		db := e.db(t)
+		mustLite(t, db, "", "enqueue", "x")
+		before := listJobs(t, db)
+		for _, c := range cases {
+			t.Run(strings.Join(c.flag, " ")+" is refused with a usage error", func(t *testing.T) {
+				is := is.New(t)
+				r := runLite(t, db, "", append(append([]string{"work", "--exit-when-empty"}, c.flag...), "--", "true")...)
+				is.Equal(r.code, 2)
+				is.True(strings.Contains(r.stderr, c.want))
+				is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
+				is.Equal(listJobs(t, db), before)          // nothing ran
+				fresh := e.db(t)
+				r = runLite(t, fresh, "", append(append([]string{"work"}, c.flag...), "--", "true")...)
+				is.Equal(r.code, 2)
+				is.True(e.untouched(t, fresh)) // refused before any database is made
+			})
+		}
+	})
 }
 
 func TestWorkServesTheQueuesGivenAndExitsWhenTheyAreEmpty(t *testing.T) {
-	is := is.New(t)
-	db := filepath.Join(t.TempDir(), "q.db")
-	for _, queue := range []string{"a", "a", "b", "b", "c"} {
-		mustLite(t, db, "", "enqueue", "--queue", queue, "x")
-	}
-	mustLite(t, db, "", "work", "--exit-when-empty", "-q", "a=1", "-q", "b", "--", "true")
-	state := map[string][]string{}
-	for _, j := range listJobs(t, db) {
-		state[j.Queue] = append(state[j.Queue], j.State)
-	}
-	is.Equal(state, map[string][]string{"a": {"done", "done"}, "b": {"done", "done"}, "c": {"available"}})
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		for _, queue := range []string{"a", "a", "b", "b", "c"} {
+			mustLite(t, db, "", "enqueue", "--queue", queue, "x")
+		}
+		mustLite(t, db, "", "work", "--exit-when-empty", "-q", "a=1", "-q", "b", "--", "true")
+		state := map[string][]string{}
+		for _, j := range listJobs(t, db) {
+			state[j.Queue] = append(state[j.Queue], j.State)
+		}
+		is.Equal(state, map[string][]string{"a": {"done", "done"}, "b": {"done", "done"}, "c": {"available"}})
+	})
 }
 
 func TestWorkStopsGracefullyOnSIGHUP(t *testing.T) {
-	is := is.New(t)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "q.db")
-	mustLite(t, db, "", "enqueue", "x")
-	w := startWatched(t, db, "--grace", "200ms", "--", "sleep", "100")
-	eventually(t, "the job runs", func() bool { return showJob(t, db, 1).State == "running" })
-	is.NoErr(w.cmd.Process.Signal(syscall.SIGHUP)) // the terminal or ssh session closed
-	is.Equal(w.wait(t), 0)
-	j := showJob(t, db, 1)
-	is.Equal(j.State, "available") // given back, not left leased
-	is.Equal(j.Attempts, 0)
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		mustLite(t, db, "", "enqueue", "x")
+		w := startWatched(t, db, "--grace", "200ms", "--", "sleep", "100")
+		eventually(t, "the job runs", func() bool { return showJob(t, db, 1).State == "running" })
+		is.NoErr(w.cmd.Process.Signal(syscall.SIGHUP)) // the terminal or ssh session closed
+		is.Equal(w.wait(t), 0)
+		j := showJob(t, db, 1)
+		is.Equal(j.State, "available") // given back, not left leased
+		is.Equal(j.Attempts, 0)
+	})
 }

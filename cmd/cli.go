@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -28,7 +29,7 @@ type Env struct {
 
 // Globals are the flags every command shares.
 type Globals struct {
-	DB       string           `name:"db" env:"LITE_DB" default:"lite.db" type:"path" help:"The queue's SQLite file."`
+	DB       string           `name:"db" env:"LITE_DB" default:"lite.db" type:"db" help:"The queue's SQLite file, or a PostgreSQL URL (postgres://user:password@host/database)."`
 	JSON     bool             `name:"json" help:"Print data as JSON."`
 	LogLevel slog.Level       `name:"log-level" default:"info" help:"Worker log level: debug, info, warn, error."`
 	Version  kong.VersionFlag `help:"Print the version and exit."`
@@ -94,14 +95,32 @@ type exitRequest int
 // refuse a missing file rather than create an empty one.
 var createsFile = map[string]bool{"enqueue": true, "work": true}
 
+// dbMapper reads a database flag: a file path is made absolute, as kong's
+// path type makes it, and a server URL is kept as it is, which the path
+// type would turn into a file name (/home/ada/postgres:/db.internal/app).
+func dbMapper(ctx *kong.DecodeContext, target reflect.Value) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("file", &s); err != nil {
+		return err
+	}
+	if s != "" && !lite.IsServerURL(s) {
+		s = kong.ExpandPath(s)
+	}
+	target.SetString(s)
+	return nil
+}
+
 // checkDB refuses a --db that SQLite must not be given, before SQLite
 // sees it: an empty path (LITE_DB set to nothing), and anything but a
 // regular file or, for a command that may create one, a new path. SQLite
 // would open a device or a FIFO and write its journal beside it
-// (/dev/null-journal).
+// (/dev/null-journal). A server URL is the server's to judge.
 func checkDB(path string, mayCreate bool) error {
 	if path == "" {
 		return usagef("--db (or LITE_DB) is empty; give the queue's file")
+	}
+	if lite.IsServerURL(path) {
+		return nil
 	}
 	// The path arrives made absolute: ":memory:" and "file:" URIs, which
 	// SQLite would read as such, show in its last element.
@@ -132,6 +151,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		kong.Writers(env.Stdout, env.Stderr),
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
 		kong.Vars{"version": env.Version},
+		kong.NamedMapper("db", kong.MapperFunc(dbMapper)),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(env, &cli.Globals),
 		kong.BindToProvider(func() (*lite.Queue, error) {

@@ -22,7 +22,7 @@ import (
 // done once, each with the result of its final lease. What a kill and a
 // freeze are on each system is in freeze_*.go.
 type DemoCmd struct {
-	File    string `default:"lite-demo.db" type:"path" help:"The demo's own file: made anew if a demo made it, refused if anything else is there."`
+	File    string `default:"lite-demo.db" type:"db" help:"The demo's own file: made anew if a demo made it, refused if anything else is there."`
 	Jobs    int    `default:"200" help:"How many jobs to enqueue."`
 	Workers int    `default:"4" help:"How many worker processes to start (at least 3)."`
 }
@@ -35,6 +35,11 @@ const demoStaleAfter = time.Second
 func (c *DemoCmd) Run(ctx context.Context, env Env) error {
 	if c.Jobs < 10 || c.Workers < 3 {
 		return usagef("demo: needs --jobs of at least 10 and --workers of at least 3")
+	}
+	if lite.IsServerURL(c.File) {
+		// The demo deletes what a previous demo left: on a server, that
+		// would be a database's jobs.
+		return usagef("demo: --file takes a path: the demo makes, and later deletes, a SQLite file of its own, never a server's database")
 	}
 	if err := c.clear(ctx); err != nil {
 		return err
