@@ -30,15 +30,20 @@ var postgresURL = os.Getenv("LITE_TEST_POSTGRES")
 func forEachEngine(t *testing.T, fn func(t *testing.T, e testEngine)) {
 	t.Helper()
 	t.Run("sqlite", func(t *testing.T) { fn(t, sqliteEngine) })
-	t.Run("postgres", func(t *testing.T) {
-		if postgresURL == "" {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("CI=true but LITE_TEST_POSTGRES is not set: .ci/run starts the server and sets it")
-			}
-			t.Skip("LITE_TEST_POSTGRES is not set: the PostgreSQL engine was skipped")
+	t.Run("postgres", func(t *testing.T) { fn(t, onPostgres(t)) })
+}
+
+// onPostgres is the PostgreSQL engine, for a test of what only a server
+// does. Without a server it skips the test, and in CI it fails it.
+func onPostgres(t *testing.T) testEngine {
+	t.Helper()
+	if postgresURL == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but LITE_TEST_POSTGRES is not set: .ci/run starts the server and sets it")
 		}
-		fn(t, postgresEngine)
-	})
+		t.Skip("LITE_TEST_POSTGRES is not set: the PostgreSQL engine was skipped")
+	}
+	return postgresEngine
 }
 
 var sqliteEngine = testEngine{name: "sqlite", open: func(tb testing.TB, opts lite.Options) (*lite.Queue, string) {
