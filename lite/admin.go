@@ -132,6 +132,9 @@ func (q *Queue) Retry(ctx context.Context, id int64) error {
 // the only unique index that a write other than an insert can hit is
 // lite_jobs_unique_key.
 func isUniqueViolation(err error) bool {
+	if code, ok := sqlState(err); ok {
+		return code == uniqueViolation
+	}
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }

@@ -18,8 +18,8 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// Each engine has its own migrations, in migrations/sqlite and
-// migrations/postgres: the same versions and names, each in its dialect.
+// Each engine has its own migrations, with the same versions and names:
+// migration N makes the same change on both.
 //
 //go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
 var migrationFiles embed.FS
@@ -30,23 +30,23 @@ type migration struct {
 	sql     string
 }
 
-// loadMigrations reads the engine's embedded migrations, named
-// NNNN_name.sql, in version order.
-func loadMigrations(eng engine) ([]migration, error) {
-	dir := path.Join("migrations", eng.String())
+// loadMigrations reads the embedded migrations, named NNNN_name.sql, in
+// version order.
+func loadMigrations(e engine) ([]migration, error) {
+	dir := path.Join("migrations", e.String())
 	entries, err := fs.ReadDir(migrationFiles, dir)
 	if err != nil {
 		return nil, err
 	}
 	var ms []migration
-	for _, e := range entries {
-		base := strings.TrimSuffix(e.Name(), ".sql")
+	for _, entry := range entries {
+		base := strings.TrimSuffix(entry.Name(), ".sql")
 		num, name, ok := strings.Cut(base, "_")
 		version, err := strconv.Atoi(num)
 		if !ok || err != nil || version <= 0 {
-			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", e.Name())
+			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", entry.Name())
 		}
-		body, err := migrationFiles.ReadFile(path.Join(dir, e.Name()))
+		body, err := migrationFiles.ReadFile(path.Join(dir, entry.Name()))
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +61,8 @@ func loadMigrations(eng engine) ([]migration, error) {
 	return ms, nil
 }
 
-// SchemaVersion is the schema version this lite creates and understands.
+// SchemaVersion is the schema version this lite creates and understands,
+// the same on every engine.
 func SchemaVersion() int {
 	ms, err := loadMigrations(engineSQLite)
 	if err != nil {
@@ -227,8 +228,14 @@ func sameObjects(got, want []schemaObject) error {
 // Calling it again on its own result changes nothing, so a method may
 // classify whatever error its statements returned.
 func classify(err error) error {
+	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrFull) {
+		return err
+	}
+	if code, ok := sqlState(err); ok {
+		return classifyServer(err, code)
+	}
 	var se *sqlite.Error
-	if !errors.As(err, &se) || errors.Is(err, ErrBusy) || errors.Is(err, ErrFull) {
+	if !errors.As(err, &se) {
 		return err
 	}
 	switch se.Code() & 0xff { // the primary code, without the extended bits

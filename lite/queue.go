@@ -130,9 +130,12 @@ func DefaultIdentity() string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
 }
 
-// Queue is a job queue in one SQLite file. It is safe for concurrent use.
+// Queue is a job queue in one SQLite file, or in a PostgreSQL database
+// (see Open). It is safe for concurrent use.
 type Queue struct {
 	engine engine
+	server Server // the server's driver, on a server engine
+	dsn    string // the server's URL, on a server engine
 	opts   Options
 	path   string  // the database file; empty for an in-memory database
 	w      *sql.DB // the one writer connection
@@ -153,10 +156,20 @@ type Queue struct {
 // file appears at path only once it is a whole lite database: processes
 // opening one new path at once all find the same database, and a failed
 // Open leaves nothing behind.
+//
+// path may instead be a PostgreSQL URL (postgres://user@host/db?…) when
+// the program imports lite/pg: the queue then lives in lite_ tables of that
+// database, shared by workers on many hosts, with the same API, and times
+// come from the server's clock (see Options.Now). Errors print the URL
+// without its password.
 func Open(ctx context.Context, path string, opts Options) (*Queue, error) {
+	open := open
+	if IsServerURL(path) {
+		open = openServer
+	}
 	q, err := open(ctx, path, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", Redact(path), err)
 	}
 	return q, nil
 }

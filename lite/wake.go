@@ -45,13 +45,21 @@ func (q *Queue) notify() { q.wakeup.wake() }
 // nothing: every commit of this process goes through it and wakes workers
 // directly. On a caller's *sql.DB the watcher pins a connection of its own.
 // It never takes one from the reader pool, which reads need.
+//
+// A server has no such counter: its watcher reports a change at every
+// poll, so an idle worker there tries a lease once a poll, which finds
+// nothing cheaply when nothing is there.
 type changeWatcher struct {
-	src  queryer
-	conn *sql.Conn // pinned, on a caller's *sql.DB only
-	last int64
+	src    queryer
+	conn   *sql.Conn // pinned, on a caller's *sql.DB only
+	last   int64
+	always bool // a server's: every poll may have missed a commit
 }
 
 func (q *Queue) watchChanges(ctx context.Context) (*changeWatcher, error) {
+	if q.engine == enginePostgres {
+		return &changeWatcher{always: true}, nil
+	}
 	w := &changeWatcher{src: q.w}
 	if !q.owned {
 		c, err := q.w.Conn(ctx)
@@ -69,6 +77,9 @@ func (q *Queue) watchChanges(ctx context.Context) (*changeWatcher, error) {
 
 // changed reports whether another connection committed since the last call.
 func (w *changeWatcher) changed(ctx context.Context) (bool, error) {
+	if w.always {
+		return true, nil
+	}
 	var v int64
 	// The pragma only reads a counter in shared memory; on a context that
 	// cannot be cancelled the driver skips the goroutine it would start to

@@ -1,6 +1,11 @@
 package lite
 
-import "github.com/fsnotify/fsnotify"
+import (
+	"context"
+	"errors"
+
+	"github.com/fsnotify/fsnotify"
+)
 
 // watchWAL reports writes to the database's write-ahead log. Every commit,
 // by any process, writes it, so an idle worker can sleep until one comes
@@ -46,6 +51,38 @@ func watchWAL(dbPath string) (changes <-chan struct{}, stop func(), err error) {
 	}()
 	return ch, func() {
 		fw.Close()
+		<-done
+	}, nil
+}
+
+// notifyChannel is the channel a server queue's commits notify on: the
+// schema's trigger sends on it whenever a job becomes available.
+const notifyChannel = "lite_jobs"
+
+// watchCommits reports commits by other processes that may have made a
+// job available: writes to the WAL for a file, notifications from the
+// server for a server queue.
+func (q *Queue) watchCommits() (changes <-chan struct{}, stop func(), err error) {
+	if q.engine == engineSQLite {
+		if q.path == "" {
+			return nil, nil, errors.New("no file to watch")
+		}
+		return watchWAL(q.path)
+	}
+	ch := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		q.server.Listen(ctx, q.dsn, notifyChannel, func() {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	return ch, func() {
+		cancel()
 		<-done
 	}, nil
 }

@@ -209,18 +209,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopAcks := w.startAcks()
 	stopAnnouncing := w.startAnnouncing(background)
 
-	// Other processes' commits: reported by the WAL watch where there is
-	// one (the poll is then a slow safety net), else found by the poll.
+	// Other processes' commits: reported by the WAL watch or the server's
+	// notifications where there are some (the poll is then a slow safety
+	// net), else found by the poll.
 	poll := w.opts.PollInterval
-	var walWrites <-chan struct{}
-	if !w.noWAL && w.q.path != "" {
-		if ch, stop, err := watchWAL(w.q.path); err == nil {
+	var commits <-chan struct{}
+	if !w.noWAL {
+		if ch, stop, err := w.q.watchCommits(); err == nil {
 			defer stop()
-			walWrites, poll = ch, max(poll, walSafetyPoll)
+			commits, poll = ch, max(poll, walSafetyPoll)
 		}
 	}
 
-	w.loop(ctx, handlerCtx, watcher, walWrites, poll)
+	w.loop(ctx, handlerCtx, watcher, commits, poll)
 	stopReclaims()
 	w.shutdown(stopHandlers)
 	stopAnnouncing()

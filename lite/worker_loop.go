@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// walSafetyPoll is how often a worker that watches the WAL polls anyway,
-// in case a write was not reported.
+// walSafetyPoll is how often a worker that is told of commits (by the WAL
+// watch, or the server's notifications) polls anyway, in case one was not
+// reported.
 const walSafetyPoll = time.Second
 
 // leaseRetry is how soon a worker tries again after a lease failed (a
@@ -19,7 +20,7 @@ const leaseRetry = 100 * time.Millisecond
 // backlog is taken in batches as handlers finish, a free slot never waits
 // for another job to finish, and a backlog in one lane never delays
 // another lane's jobs.
-func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, walWrites <-chan struct{}, poll time.Duration) {
+func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, commits <-chan struct{}, poll time.Duration) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -47,7 +48,7 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, w
 			if s.anyFull {
 				freed = w.freed
 			}
-			ok = w.waitForWork(ctx, wake, freed, watcher, walWrites, timer, poll, s.nextRunAt)
+			ok = w.waitForWork(ctx, wake, freed, watcher, commits, timer, poll, s.nextRunAt)
 		}
 		if !ok {
 			return
@@ -105,7 +106,7 @@ func (w *Worker) waitForSlot(ctx context.Context) bool {
 // commit by another process (reported by the WAL watch, or seen by the
 // poll), or the earliest scheduled run_at. It returns false if ctx ended.
 func (w *Worker) waitForWork(ctx context.Context, wake, freed <-chan struct{}, watcher *changeWatcher,
-	walWrites <-chan struct{}, timer *time.Timer, poll time.Duration, nextRunAt time.Time) bool {
+	commits <-chan struct{}, timer *time.Timer, poll time.Duration, nextRunAt time.Time) bool {
 	for {
 		timer.Reset(w.pollWait(poll, nextRunAt))
 		select {
@@ -115,7 +116,7 @@ func (w *Worker) waitForWork(ctx context.Context, wake, freed <-chan struct{}, w
 			return true
 		case <-freed:
 			return true
-		case <-walWrites:
+		case <-commits:
 			return true
 		case <-timer.C:
 			// A watcher that fails (the file is gone, the queue closed)

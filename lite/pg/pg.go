@@ -1,0 +1,87 @@
+// Package pg runs lite on PostgreSQL. Import it for its side effect, and
+// lite.Open accepts postgres:// URLs with the same API, CLI and fencing as
+// on a SQLite file:
+//
+//	import _ "github.com/liteq/lite/lite/pg"
+//
+//	q, err := lite.Open(ctx, "postgres://app@db.internal/app", lite.Options{})
+//
+// It connects through pgx: its database/sql adapter for the queue's pool,
+// so transactions stay *sql.Tx, and a native connection for LISTEN.
+package pg
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/liteq/lite/lite"
+)
+
+func init() {
+	s := server{}
+	lite.RegisterServer("postgres", s)
+}
+
+type server struct{}
+
+func (server) Open(ctx context.Context, url string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	db := stdlib.OpenDB(*cfg)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// The waits between attempts to bring a dropped listener back.
+const (
+	firstRetry = 100 * time.Millisecond
+	lastRetry  = 5 * time.Second
+)
+
+func (server) Listen(ctx context.Context, url, channel string, notify func()) error {
+	retry := firstRetry
+	for first := true; ; first = false {
+		// A failed connection is tried again and again: the server may be
+		// restarting, and the worker polls meanwhile.
+		_ = listen(ctx, url, channel, func() {
+			retry = firstRetry // it was up: the next drop starts the waits over
+			if !first {
+				notify() // what was sent while it was down is lost
+			}
+		}, notify)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(retry):
+		}
+		retry = min(2*retry, lastRetry)
+	}
+}
+
+// listen holds one connection listening on channel until it fails or ctx
+// ends; up runs once it listens.
+func listen(ctx context.Context, url, channel string, up, notify func()) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "listen "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return err
+	}
+	up()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		notify()
+	}
+}

@@ -1,0 +1,78 @@
+package pg_test
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	_ "github.com/liteq/lite/lite/pg"
+)
+
+// serverURL is a URL on the test server whose connections use a schema
+// of their own, dropped when the test ends.
+func serverURL(t *testing.T) string {
+	base := os.Getenv("LITE_TEST_POSTGRES")
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but LITE_TEST_POSTGRES is not set")
+		}
+		t.Skip("LITE_TEST_POSTGRES is not set: the PostgreSQL tests were skipped")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	name := fmt.Sprintf("lite_pgtest_%d_%d", os.Getpid(), time.Now().UnixNano())
+	if _, err := admin.ExecContext(t.Context(), "create schema "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec("drop schema " + name + " cascade") })
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func TestOpenRefusesABadURLWithoutPrintingItsPassword(t *testing.T) {
+	_, err := lite.Open(t.Context(), "postgres://ada:s3cret@127.0.0.1:1/none?connect_timeout=1", lite.Options{})
+	if err == nil {
+		t.Fatal("opened a server that is not there")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("the error prints the password: %v", err)
+	}
+}
+
+func TestOpenMigratesOnceAndRefusesANewerSchema(t *testing.T) {
+	url := serverURL(t)
+	q, err := lite.Open(t.Context(), url, lite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := q.DB()
+	var version int
+	if err := db.QueryRowContext(t.Context(), `select max(version) from lite_migrations`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version != lite.SchemaVersion() {
+		t.Fatalf("schema at %d, want %d", version, lite.SchemaVersion())
+	}
+	if _, err := db.ExecContext(t.Context(), `insert into lite_migrations values (999, 'future', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	if _, err := lite.Open(t.Context(), url, lite.Options{}); !errors.Is(err, lite.ErrSchemaTooNew) {
+		t.Fatalf("got %v, want ErrSchemaTooNew", err)
+	}
+}
