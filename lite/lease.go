@@ -69,7 +69,10 @@ func filterFor(queues []string) queueFilter {
 // On PostgreSQL, hosts lease at once: the subquery locks the rows it picks
 // and skips those another lease has locked, so that leases never wait for
 // one another, and the update checks the state again, on the row as the
-// lock found it.
+// lock found it. The subquery sits in array(...) so that it runs once: as
+// the join that "id in (...)" becomes, the planner may run it again for
+// each row, and every rerun skips the rows the update has just taken and
+// picks others, claiming more than the limit.
 func leaseSQL(queues queueFilter, byKind bool) stmt {
 	// PostgreSQL numbers its parameters: the filters' follow the five
 	// fixed ones, and the limit comes last.
@@ -104,12 +107,12 @@ returning ` + jobColumns,
 		postgres: `update lite_jobs
 set state = 'running', generation = generation + 1, attempts = attempts + 1,
     lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4
-where id in (
+where id = any(array(
     select id from lite_jobs
     where state = 'available' and run_at <= $5` + pgFilter + `
     order by priority desc, run_at, id
     limit ` + param() + `
-    for update skip locked)
+    for update skip locked))
   and state = 'available'
 returning ` + jobColumns,
 	}
