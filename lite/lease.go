@@ -69,9 +69,10 @@ func filterFor(queues []string) queueFilter {
 // On PostgreSQL, hosts lease at once: the subquery locks the rows it picks
 // and skips those another lease has locked, so that leases never wait for
 // one another, and the update checks the state again, on the row as the
-// lock found it. The subquery runs once, as an array: in "id in (…)" a
-// generic plan may run it again for every row it joins, and each run
-// claims another N.
+// lock found it. The subquery sits in array(...) so that it runs once: as
+// the join that "id in (...)" becomes, the planner may run it again for
+// each row, and every rerun skips the rows the update has just taken and
+// picks others, claiming more than the limit.
 func leaseSQL(queues queueFilter, byKind bool) stmt {
 	// PostgreSQL numbers its parameters: the filters' follow the five
 	// fixed ones, and the limit comes last.
