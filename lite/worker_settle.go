@@ -60,6 +60,7 @@ func (w *Worker) settle(r *run, err error, done doneAck, elapsed time.Duration) 
 			"generation", l.Generation, "err", ev.Err)
 	}
 	r.outcome = ev.Kind
+	r.ended = ev
 	w.emit(ev)
 }
 
