@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
 	"github.com/matryer/is"
 )
 
@@ -112,20 +113,18 @@ func TestEnqueueArgsTxCommitsWithTheTransaction(t *testing.T) {
 
 	tx, err := q.DB().BeginTx(ctx, nil)
 	is.NoErr(err)
-	gone, err := lite.EnqueueArgsTx(ctx, q, tx, welcome{To: "rolled@back"})
+	_, err = lite.EnqueueArgsTx(ctx, q, tx, welcome{To: "rolled@back"})
 	is.NoErr(err)
+	litetest.RequireEnqueuedTx(t, tx, welcome{To: "rolled@back"})
 	is.NoErr(tx.Rollback())
-	_, err = q.Get(ctx, gone)
-	is.True(err != nil) // a rolled-back enqueue leaves no job
+	litetest.RequireNotEnqueued[welcome](t, q) // a rolled-back enqueue leaves no job
 
 	tx, err = q.DB().BeginTx(ctx, nil)
 	is.NoErr(err)
-	kept, err := lite.EnqueueArgsTx(ctx, q, tx, invoice{Customer: 1})
+	_, err = lite.EnqueueArgsTx(ctx, q, tx, invoice{Customer: 1})
 	is.NoErr(err)
 	is.NoErr(tx.Commit())
-	j := mustGet(t, q, kept)
-	is.Equal(j.Kind, "invoice")
-	is.Equal(j.Queue, "billing")
+	litetest.RequireEnqueued(t, q, invoice{Customer: 1}, litetest.Opts{Queue: "billing"}) // the type's queue
 
 	_, err = lite.EnqueueArgsTx(ctx, q, nil, welcome{}, lite.NewJob{Kind: "other"})
 	is.True(err != nil && strings.Contains(err.Error(), "another kind")) // refused before the tx is touched

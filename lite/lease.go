@@ -3,6 +3,7 @@ package lite
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,13 @@ func filterFor(queues []string) queueFilter {
 	return someQueues
 }
 
+// leaseSet makes a job running under a fresh lease: a new generation, a
+// new token, an attempt counted. Its parameters are locked_by, leased_at,
+// heartbeat_at and stale_after_ms. Every lease statement shares it, so
+// that a lease by id is the same lease as one a worker's loop takes.
+const leaseSet = `state = 'running', generation = generation + 1, attempts = attempts + 1,
+    lease_token = ` + uuidV4SQL + `, locked_by = ?, leased_at = ?, heartbeat_at = ?, stale_after_ms = ?`
+
 // leaseSQL claims up to N available jobs in one statement. The filters vary
 // with the request, so there are six texts, each prepared once.
 func leaseSQL(queues queueFilter, byKind bool) string {
@@ -72,9 +80,7 @@ func leaseSQL(queues queueFilter, byKind bool) string {
 	if byKind {
 		filter += " and kind in (select value from json_each(?))"
 	}
-	return `update lite_jobs
-set state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = ` + uuidV4SQL + `, locked_by = ?, leased_at = ?, heartbeat_at = ?, stale_after_ms = ?
+	return `update lite_jobs set ` + leaseSet + `
 where id in (
     select id from lite_jobs
     where state = 'available' and run_at <= ?` + filter + `
@@ -161,6 +167,49 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return jobs, nil
+}
+
+// leaseByIDSQL leases one job by its id, whatever its run_at, if it is
+// available and of a kind the worker handles (a null list: any kind).
+const leaseByIDSQL = `update lite_jobs set ` + leaseSet + `
+where id = ? and state = 'available'
+  and (? is null or kind in (select value from json_each(?)))
+returning ` + jobColumns
+
+// leaseByID leases job id for a worker that handles kinds (nil: every
+// kind), whatever its run_at: "run it now". An unknown id gives
+// ErrNotFound, a job that is not available ErrInvalidState, and one of a
+// kind not in kinds an error naming its kind; none of them changes the job.
+func (q *Queue) leaseByID(ctx context.Context, id int64, kinds []string, lockedBy string, staleAfter time.Duration) (*Job, error) {
+	now := q.nowMillis()
+	list := nullList(kinds)
+	j, err := scanJob(q.writer().QueryRowContext(ctx, leaseByIDSQL,
+		lockedBy, now, now, staleAfter.Milliseconds(), id, list, list))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, q.whyNotLeased(ctx, id, kinds)
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	return j, nil
+}
+
+// whyNotLeased reads why a lease of job id by a worker handling kinds
+// matched no row. It reads after the guarded write, never before it: the
+// write alone decides, and this only explains.
+func (q *Queue) whyNotLeased(ctx context.Context, id int64, kinds []string) error {
+	var state State
+	var kind string
+	err := q.r.QueryRowContext(ctx, `select state, kind from lite_jobs where id = ?`, id).Scan(&state, &kind)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return ErrNotFound
+	case err != nil:
+		return classify(err)
+	case state == StateAvailable && len(kinds) > 0 && !slices.Contains(kinds, kind):
+		return fmt.Errorf("the worker has no handler for its kind %q", kind)
+	}
+	return fmt.Errorf("%w: it is not available (it is %s now)", ErrInvalidState, state)
 }
 
 // queueNames names a lease's queues for its errors.

@@ -71,6 +71,7 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 			"generation", l.Generation, "why", ev.Why, "err", ev.Err)
 	}
 	r.outcome = ev.Kind
+	r.ended = ev
 	w.emit(ev)
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
 	"github.com/matryer/is"
 )
 
@@ -732,9 +733,7 @@ func TestCommitWithAckCalledTwice(t *testing.T) {
 			lite.CommitWithAck(ctx, note("second"))
 			return nil
 		})
-		rep, err := w.RunOnce(t.Context())
-		is.NoErr(err)
-		is.Equal(rep, lite.Report{Leased: 1, Done: 1})
+		is.Equal(litetest.Work(t, w, id).Kind, lite.EventDone)
 		is.Equal(notes(t, q), []string{"first", "second"})
 		is.Equal(string(mustGet(t, q, id).Result), "ok") // SetResult combines with it
 	})
@@ -748,9 +747,9 @@ func TestCommitWithAckCalledTwice(t *testing.T) {
 			lite.CommitWithAck(ctx, func(tx *sql.Tx) error { return errors.New("ledger closed") })
 			return nil
 		})
-		rep, err := w.RunOnce(t.Context())
-		is.NoErr(err)
-		is.Equal(rep, lite.Report{Leased: 1, Failed: 1})
+		ev := litetest.Work(t, w, id)
+		is.Equal(ev.Kind, lite.EventFailed)
+		is.True(strings.Contains(ev.Err.Error(), "ledger closed"))
 		is.Equal(len(notes(t, q)), 0)
 		j := mustGet(t, q, id)
 		is.Equal(j.State, lite.StateAvailable)
