@@ -32,15 +32,33 @@ func (w *Worker) RunJob(ctx context.Context, id int64) (Event, error) {
 	}
 	// A ctx that ended meanwhile cancels the handler at once, and the job
 	// is released as at any shutdown: the event says so.
-	runs := w.runLeased(ctx, []*Job{j})
+	runs := w.runLeased(ctx, []leased{{w.laneOf(j.Queue), j}})
 	return runs[0].ended, nil
+}
+
+// leased is a job a lane of the worker leased.
+type leased struct {
+	lane *lane
+	job  *Job
+}
+
+// laneOf is the lane a job of queue runs in: its own queue's, or the
+// first (the only one, when the worker serves every queue). A job run by
+// id may be of a queue the worker does not serve; it still holds a slot.
+func (w *Worker) laneOf(queue string) *lane {
+	for _, l := range w.lanes {
+		if len(l.queues) == 1 && l.queues[0] == queue {
+			return l
+		}
+	}
+	return w.lanes[0]
 }
 
 // runLeased runs jobs the worker has just leased until every one has
 // settled: each in a slot of its own, with heartbeats and group commit.
 // When ctx ends, their handlers are cancelled with ErrShutdown and their
 // jobs released.
-func (w *Worker) runLeased(ctx context.Context, jobs []*Job) []*run {
+func (w *Worker) runLeased(ctx context.Context, jobs []leased) []*run {
 	handlerCtx, stopHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopHandlers(nil)
 	stopOnCancel := context.AfterFunc(ctx, func() { stopHandlers(ErrShutdown) })
@@ -50,10 +68,18 @@ func (w *Worker) runLeased(ctx context.Context, jobs []*Job) []*run {
 
 	runs := make([]*run, len(jobs))
 	for i, j := range jobs {
-		runs[i] = w.start(handlerCtx, j)
+		runs[i] = w.start(handlerCtx, j.lane, j.job)
 	}
 	w.waitRuns(nil)
 	stopAcks()
 	stopBeats()
 	return runs
+}
+
+func jobsOf(list []leased) []*Job {
+	jobs := make([]*Job, len(list))
+	for i, l := range list {
+		jobs[i] = l.job
+	}
+	return jobs
 }
