@@ -2,6 +2,7 @@ package lite_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -139,4 +140,32 @@ func TestHandleArgsRefusesAnEmptyKind(t *testing.T) {
 		}
 	}()
 	lite.HandleArgs(w, func(context.Context, *lite.Job, nameless) error { return nil })
+}
+
+// pointerArgs has its Kind on the value, so a nil *pointerArgs cannot
+// name its kind.
+type pointerArgs struct{ N int }
+
+func (pointerArgs) Kind() string { return "pointer" }
+
+type controlKind struct{}
+
+func (controlKind) Kind() string { return "bad\x1b[2Jkind" }
+
+func TestTypedArgsRefuseWhatCouldNeverRun(t *testing.T) {
+	is := is.New(t)
+	_, err := lite.JobOf((*pointerArgs)(nil))
+	is.True(err != nil && strings.Contains(err.Error(), "nil pointer")) // it would reach the handler as nil
+
+	q, _ := mustOpen(t, nil)
+	w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+	panicOf := func(register func()) (msg string) {
+		defer func() { msg = fmt.Sprint(recover()) }()
+		register()
+		return ""
+	}
+	msg := panicOf(func() { lite.HandleArgs(w, func(context.Context, *lite.Job, *pointerArgs) error { return nil }) })
+	is.True(strings.Contains(msg, "implement Kind on the value type")) // not a bare nil dereference
+	msg = panicOf(func() { lite.HandleArgs(w, func(context.Context, *lite.Job, controlKind) error { return nil }) })
+	is.True(strings.Contains(msg, "contains a control character")) // no enqueue could ever make that kind
 }

@@ -3,6 +3,7 @@ package lite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,9 @@ func NewWorker(q *Queue, opts WorkerOptions) (*Worker, error) {
 func (w *Worker) Handle(kind string, h Handler) {
 	if w.running.Load() {
 		panic("lite: Handle called on a running worker")
+	}
+	if problem := nameProblem(kind); problem != "" && kind != AnyKind {
+		panic(fmt.Sprintf("lite: a handler for kind %q: the kind %s, so no job can have it", kind, problem))
 	}
 	if _, dup := w.handlers[kind]; dup {
 		panic("lite: a handler for kind " + kind + " is already registered")

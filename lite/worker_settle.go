@@ -93,6 +93,9 @@ func (w *Worker) fail(ctx context.Context, l Lease, cause error, out settlement,
 // too large to store, rather than for the lease or the lock. The attempt
 // then fails instead.
 func refusedForHandlerOutput(ackErr error, out settlement) bool {
+	if isWritesError(ackErr) {
+		return true
+	}
 	if ackErr == nil || errors.Is(ackErr, ErrLeaseLost) || errors.Is(ackErr, ErrBusy) {
 		return false
 	}
