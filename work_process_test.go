@@ -359,6 +359,7 @@ func TestWorkRefusesFlagsItWouldIgnore(t *testing.T) {
 			{[]string{"--heartbeat", "100us", "--stale-after", "300us"}, "--stale-after must be at least 1ms"},
 			{[]string{"--heartbeat", "1h", "--stale-after", "2h"}, "under three heartbeats of --heartbeat"},
 			{[]string{"--queue", "=3"}, `--queue "=3" names no queue`},
+			{[]string{"-q", ""}, `--queue "" names no queue`}, // an unset shell variable must not mean every queue
 			{[]string{"--queue", "a=0"}, `--queue "a=0": N must be at least 1, not 0`},
 			{[]string{"--queue", "a=x"}, `--queue "a=x": N must be a whole number`},
 			{[]string{"-q", "a", "-q", "a=2"}, `--queue "a" is given twice`},

@@ -176,7 +176,10 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, writes fun
 		if err := q.ackDone(ctx, tx, l, result); err != nil || writes == nil {
 			return err
 		}
-		return ownWrite(writes(tx.tx))
+		if err := ownWrite(writes(tx.tx)); err != nil {
+			return writesError{"ack writes", err}
+		}
+		return nil
 	})
 	return classify(err)
 }
@@ -277,12 +280,24 @@ func (q *Queue) Fail(ctx context.Context, l Lease, cause error, writes func(tx *
 	return f, nil
 }
 
-// failureWritesError marks the failure writes' own error, so that fail can
-// tell it from the transaction's.
-type failureWritesError struct{ err error }
+// writesError marks an error of the caller's own writes run in one of
+// lite's transactions (Complete's, Fail's, a handler's CommitWithAck and
+// CommitWithFailure): the attempt failed, whatever the error wraps. Writes
+// that return an error wrapping ErrLeaseLost (a downstream fence refusing
+// them, say) do not make lite believe its own lease was lost.
+type writesError struct {
+	what string
+	err  error
+}
 
-func (e failureWritesError) Error() string { return "failure writes: " + e.err.Error() }
-func (e failureWritesError) Unwrap() error { return e.err }
+func (e writesError) Error() string { return e.what + ": " + e.err.Error() }
+func (e writesError) Unwrap() error { return e.err }
+
+// isWritesError reports whether err came from the caller's own writes.
+func isWritesError(err error) bool {
+	var we writesError
+	return errors.As(err, &we)
+}
 
 func (q *Queue) fail(ctx context.Context, l Lease, cause error, writes func(tx *sql.Tx, f Failure) error) (Failure, error) {
 	if insideAckWrites(ctx) {
@@ -300,11 +315,11 @@ func (q *Queue) fail(ctx context.Context, l Lease, cause error, writes func(tx *
 			return err
 		}
 		if err := ownWrite(writes(tx.tx, f)); err != nil {
-			return failureWritesError{err}
+			return writesError{"failure writes", err}
 		}
 		return nil
 	})
-	var writesFailed failureWritesError
+	var writesFailed writesError
 	switch {
 	case err == nil:
 		return f, nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"reflect"
 )
 
 // Args is a job's typed input: its JSON is the job's payload, and its
@@ -35,9 +36,14 @@ type ArgsWithDefaults interface {
 	JobDefaults() NewJob
 }
 
-// kindOf is the kind a typed handler or enqueue uses for T.
-func kindOf[T Args]() string {
+// kindOf is the kind a typed handler uses for T, read from T's zero value.
+func kindOf[T Args]() (kind string) {
 	var zero T
+	defer func() {
+		if recover() != nil {
+			panic(fmt.Sprintf("lite: HandleArgs: %T's Kind reads its receiver, which is nil here: implement Kind on the value type, returning a constant", zero))
+		}
+	}()
 	return zero.Kind()
 }
 
@@ -50,6 +56,9 @@ func kindOf[T Args]() string {
 //	b, _ := lite.JobOf(SendWebhook{URL: u, Event: 2}, lite.NewJob{Priority: 5})
 //	q.EnqueueBatchTx(ctx, tx, []lite.NewJob{a, b})
 func JobOf[T Args](args T, opts ...NewJob) (NewJob, error) {
+	if v := reflect.ValueOf(args); v.Kind() == reflect.Pointer && v.IsNil() {
+		return NewJob{}, fmt.Errorf("args of type %T: a nil pointer is no job's args", args)
+	}
 	kind := args.Kind()
 	var j NewJob
 	switch len(opts) {

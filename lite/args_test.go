@@ -2,10 +2,12 @@ package lite_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
 	"github.com/matryer/is"
 )
 
@@ -115,20 +117,18 @@ func TestEnqueueArgsTxCommitsWithTheTransaction(t *testing.T) {
 
 		tx, err := q.DB().BeginTx(ctx, nil)
 		is.NoErr(err)
-		gone, err := lite.EnqueueArgsTx(ctx, q, tx, welcome{To: "rolled@back"})
+		_, err = lite.EnqueueArgsTx(ctx, q, tx, welcome{To: "rolled@back"})
 		is.NoErr(err)
+		litetest.RequireEnqueuedTx(t, tx, welcome{To: "rolled@back"})
 		is.NoErr(tx.Rollback())
-		_, err = q.Get(ctx, gone)
-		is.True(err != nil) // a rolled-back enqueue leaves no job
+		litetest.RequireNotEnqueued[welcome](t, q) // a rolled-back enqueue leaves no job
 
 		tx, err = q.DB().BeginTx(ctx, nil)
 		is.NoErr(err)
-		kept, err := lite.EnqueueArgsTx(ctx, q, tx, invoice{Customer: 1})
+		_, err = lite.EnqueueArgsTx(ctx, q, tx, invoice{Customer: 1})
 		is.NoErr(err)
 		is.NoErr(tx.Commit())
-		j := mustGet(t, q, kept)
-		is.Equal(j.Kind, "invoice")
-		is.Equal(j.Queue, "billing")
+		litetest.RequireEnqueued(t, q, invoice{Customer: 1}, litetest.Opts{Queue: "billing"}) // the type's queue
 
 		_, err = lite.EnqueueArgsTx(ctx, q, nil, welcome{}, lite.NewJob{Kind: "other"})
 		is.True(err != nil && strings.Contains(err.Error(), "another kind")) // refused before the tx is touched
@@ -144,4 +144,32 @@ func TestHandleArgsRefusesAnEmptyKind(t *testing.T) {
 		}
 	}()
 	lite.HandleArgs(w, func(context.Context, *lite.Job, nameless) error { return nil })
+}
+
+// pointerArgs has its Kind on the value, so a nil *pointerArgs cannot
+// name its kind.
+type pointerArgs struct{ N int }
+
+func (pointerArgs) Kind() string { return "pointer" }
+
+type controlKind struct{}
+
+func (controlKind) Kind() string { return "bad\x1b[2Jkind" }
+
+func TestTypedArgsRefuseWhatCouldNeverRun(t *testing.T) {
+	is := is.New(t)
+	_, err := lite.JobOf((*pointerArgs)(nil))
+	is.True(err != nil && strings.Contains(err.Error(), "nil pointer")) // it would reach the handler as nil
+
+	q, _ := mustOpen(t, nil)
+	w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+	panicOf := func(register func()) (msg string) {
+		defer func() { msg = fmt.Sprint(recover()) }()
+		register()
+		return ""
+	}
+	msg := panicOf(func() { lite.HandleArgs(w, func(context.Context, *lite.Job, *pointerArgs) error { return nil }) })
+	is.True(strings.Contains(msg, "implement Kind on the value type")) // not a bare nil dereference
+	msg = panicOf(func() { lite.HandleArgs(w, func(context.Context, *lite.Job, controlKind) error { return nil }) })
+	is.True(strings.Contains(msg, "contains a control character")) // no enqueue could ever make that kind
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // NewJob describes a job to enqueue. The zero value of each field is its
@@ -54,6 +55,22 @@ var (
 	maxRunAt = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
 )
 
+// nameProblem says what makes a queue or kind name unusable, or "" when
+// nothing does. A worker hands queue and kind to its command's
+// environment, where a NUL fails every attempt, and admins read them in a
+// terminal, where the other control characters are escapes. Lists of
+// names travel to SQL as JSON, which would turn bytes that are not UTF-8
+// into U+FFFD, so that a worker could never name the queue it serves.
+func nameProblem(name string) string {
+	switch {
+	case !utf8.ValidString(name):
+		return "is not valid UTF-8"
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return "contains a control character"
+	}
+	return ""
+}
+
 // jobRow is a validated NewJob, ready to bind.
 type jobRow struct {
 	queue, kind string
@@ -77,12 +94,9 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 	if r.payload == nil {
 		r.payload = []byte{}
 	}
-	// A worker hands queue and kind to its command's environment, where a
-	// NUL fails every attempt, and admins read them in a terminal, where
-	// the other control characters are escapes.
 	for _, f := range []struct{ name, value string }{{"queue", r.queue}, {"kind", r.kind}} {
-		if strings.ContainsFunc(f.value, unicode.IsControl) {
-			return r, fmt.Errorf("%s %q contains a control character", f.name, f.value)
+		if problem := nameProblem(f.value); problem != "" {
+			return r, fmt.Errorf("%s %q %s", f.name, f.value, problem)
 		}
 	}
 	if len(r.payload) > q.opts.MaxPayloadBytes {

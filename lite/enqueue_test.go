@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -559,4 +560,18 @@ func TestAckFailed(t *testing.T) {
 			}
 		})
 	})
+}
+
+func TestNamesThatCannotTravelAreRefused(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, nil)
+	for _, j := range []lite.NewJob{{Queue: "q\xff"}, {Kind: "k\xfe"}} {
+		_, err := q.Enqueue(t.Context(), j)
+		is.True(err != nil && strings.Contains(err.Error(), "is not valid UTF-8"))
+	}
+	_, err := lite.NewWorker(q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{"q\xff": {}}})
+	is.True(err != nil && strings.Contains(err.Error(), "is not valid UTF-8"))
+	w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+	defer func() { is.True(strings.Contains(fmt.Sprint(recover()), "is not valid UTF-8")) }()
+	w.Handle("k\xfe", func(context.Context, *lite.Job) error { return nil })
 }

@@ -87,11 +87,24 @@ func (d settlement) runWrites(tx *sql.Tx) error {
 	d.writing.Store(true)
 	defer d.writing.Store(false)
 	for _, write := range d.writes {
-		if err := write(tx); err != nil {
+		if err := recovered(func() error { return write(tx) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// recovered runs handler code (the handler, or the writes it gave
+// CommitWithAck or CommitWithFailure) and turns its panic into an error
+// carrying the stack: the attempt fails, and the worker and the other jobs
+// it runs go on.
+func recovered(write func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return write()
 }
 
 // failureWrites is a handler's CommitWithFailure writes as one function,
@@ -105,7 +118,7 @@ func (d settlement) failureWrites() func(tx *sql.Tx, f Failure) error {
 		d.writing.Store(true)
 		defer d.writing.Store(false)
 		for _, write := range d.failWrites {
-			if err := write(tx, f); err != nil {
+			if err := recovered(func() error { return write(tx, f) }); err != nil {
 				return err
 			}
 		}
@@ -199,11 +212,6 @@ type panicError struct {
 func (p panicError) Error() string { return fmt.Sprintf("panic: %v\n\n%s", p.value, p.stack) }
 
 // call runs h and turns a panic into an error carrying the stack.
-func call(ctx context.Context, h Handler, job *Job) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = panicError{value: v, stack: debug.Stack()}
-		}
-	}()
-	return h(ctx, job)
+func call(ctx context.Context, h Handler, job *Job) error {
+	return recovered(func() error { return h(ctx, job) })
 }

@@ -3,6 +3,7 @@ package lite
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,6 +64,18 @@ func filterFor(queues []string) queueFilter {
 	return someQueues
 }
 
+// leaseSet makes a job running under a fresh lease: a new generation, a
+// new token, an attempt counted. Its parameters are locked_by, leased_at,
+// heartbeat_at and stale_after_ms, first in every statement that uses it.
+// Every lease statement shares it, so that a lease by id is the same lease
+// as one a worker's loop takes.
+var leaseSet = stmt{
+	sqlite: `state = 'running', generation = generation + 1, attempts = attempts + 1,
+    lease_token = ` + uuidV4SQL + `, locked_by = ?, leased_at = ?, heartbeat_at = ?, stale_after_ms = ?`,
+	postgres: `state = 'running', generation = generation + 1, attempts = attempts + 1,
+    lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4`,
+}
+
 // leaseSQL claims up to N available jobs in one statement. The filters vary
 // with the request, so there are six texts, each prepared once.
 //
@@ -95,18 +108,14 @@ func leaseSQL(queues queueFilter, byKind bool) stmt {
 		pgFilter += " and kind in (select jsonb_array_elements_text(" + param() + "::jsonb))"
 	}
 	return stmt{
-		sqlite: `update lite_jobs
-set state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = ` + uuidV4SQL + `, locked_by = ?, leased_at = ?, heartbeat_at = ?, stale_after_ms = ?
+		sqlite: `update lite_jobs set ` + leaseSet.sqlite + `
 where id in (
     select id from lite_jobs
     where state = 'available' and run_at <= ?` + filter + `
     order by priority desc, run_at, id
     limit ?)
 returning ` + jobColumns,
-		postgres: `update lite_jobs
-set state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4
+		postgres: `update lite_jobs set ` + leaseSet.postgres + `
 where id = any(array(
     select id from lite_jobs
     where state = 'available' and run_at <= $5` + pgFilter + `
@@ -216,6 +225,60 @@ func b2i(b bool) int {
 func jsonList(list []string) string {
 	b, _ := json.Marshal(list) // a []string always marshals
 	return string(b)
+}
+
+// leaseByIDSQL leases one job by its id, whatever its run_at, if it is
+// available and of a kind the worker handles (a null list: any kind).
+var leaseByIDSQL = stmt{
+	sqlite: `update lite_jobs set ` + leaseSet.sqlite + `
+where id = ? and state = 'available'
+  and (? is null or kind in (select value from json_each(?)))
+returning ` + jobColumns,
+	postgres: `update lite_jobs set ` + leaseSet.postgres + `
+where id = $5 and state = 'available'
+  and ($6::text is null or kind in (select jsonb_array_elements_text($7::jsonb)))
+returning ` + jobColumns,
+}
+
+// leaseByID leases job id for a worker that handles kinds (nil: every
+// kind), whatever its run_at: "run it now". An unknown id gives
+// ErrNotFound, a job that is not available ErrInvalidState, and one of a
+// kind not in kinds an error naming its kind; none of them changes the job.
+func (q *Queue) leaseByID(ctx context.Context, id int64, kinds []string, lockedBy string, staleAfter time.Duration) (*Job, error) {
+	now := q.nowMillis()
+	list := nullList(kinds)
+	j, err := scanJob(q.writer().QueryRowContext(ctx, q.sql(leaseByIDSQL),
+		lockedBy, now, now, staleAfter.Milliseconds(), id, list, list))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, q.whyNotLeased(ctx, id, kinds)
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	return j, nil
+}
+
+var stateAndKindSQL = stmt{
+	sqlite:   `select state, kind from lite_jobs where id = ?`,
+	postgres: `select state, kind from lite_jobs where id = $1`,
+}
+
+// whyNotLeased reads why a lease of job id by a worker handling kinds
+// matched no row. It reads after the guarded write, never before it: the
+// write alone decides, and this only explains.
+func (q *Queue) whyNotLeased(ctx context.Context, id int64, kinds []string) error {
+	var state State
+	var kind string
+	err := q.r.QueryRowContext(ctx, q.sql(stateAndKindSQL), id).Scan(&state, &kind)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return ErrNotFound
+	case err != nil:
+		return classify(err)
+	case state == StateAvailable && len(kinds) > 0 && !slices.Contains(kinds, kind):
+		return fmt.Errorf("the worker has no handler for its kind %q", kind)
+	}
+	return fmt.Errorf("%w: it is not available (it is %s now)", ErrInvalidState, state)
 }
 
 // renewSQL extends every listed lease that is still current, in one

@@ -96,7 +96,7 @@ func (q *Queue) lossOf(ctx context.Context, l Lease) *LeaseLostError {
 // explainLoss turns an ErrLeaseLost from l's guard into a *LeaseLostError
 // that says how the lease ended; other errors pass as they are.
 func (q *Queue) explainLoss(ctx context.Context, err error, l Lease) error {
-	if !errors.Is(err, ErrLeaseLost) {
+	if !errors.Is(err, ErrLeaseLost) || isWritesError(err) {
 		return err
 	}
 	return q.lossOf(ctx, l)

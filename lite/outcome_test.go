@@ -762,3 +762,60 @@ func TestEventJSON(t *testing.T) {
 		})
 	}
 }
+
+func TestTheWritesOfAHandlerFailItsAttemptWhateverTheyDo(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		handler lite.Handler
+		want    string
+	}{
+		{"success writes that panic", func(ctx context.Context, _ *lite.Job) error {
+			lite.CommitWithAck(ctx, func(*sql.Tx) error { panic("ack writes panic") })
+			return nil
+		}, "panic: ack writes panic"},
+		{"failure writes that panic", func(ctx context.Context, _ *lite.Job) error {
+			lite.CommitWithFailure(ctx, func(*sql.Tx, lite.Failure) error {
+				var m map[string]int
+				m["x"] = 1
+				return nil
+			})
+			return errors.New("boom")
+		}, "assignment to entry in nil map"},
+		{"success writes refused by a downstream fence", func(ctx context.Context, _ *lite.Job) error {
+			// The app's own fencing token was refused: its attempt failed;
+			// lite's lease is as current as ever.
+			lite.CommitWithAck(ctx, func(*sql.Tx) error { return fmt.Errorf("downstream: %w", lite.ErrLeaseLost) })
+			return nil
+		}, "downstream: lease lost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			q, _ := mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{})
+			w, ev, _ := testWorker(t, q, lite.WorkerOptions{})
+			w.Handle(lite.AnyKind, tc.handler)
+			rep, err := w.RunOnce(t.Context()) // the worker lives on
+			is.NoErr(err)
+			is.Equal(rep.Failed, 1)
+			failed := ev.await(t, lite.EventFailed)
+			is.True(strings.Contains(failed.Err.Error(), tc.want))
+			j := mustGet(t, q, id)
+			is.Equal(j.State, lite.StateAvailable) // retried later, not left running
+			is.True(strings.Contains(j.Errors[0].Error, tc.want))
+		})
+	}
+}
+
+func TestCompleteWritesRefusedDownstreamAreNotALostLease(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, newFakeClock())
+	mustEnqueue(t, q, lite.NewJob{})
+	j := mustLeaseOne(t, q, lite.DefaultQueue)
+	err := q.Complete(t.Context(), j.Lease(), nil, func(*sql.Tx) error {
+		return fmt.Errorf("downstream: %w", lite.ErrLeaseLost)
+	})
+	var lost *lite.LeaseLostError
+	is.True(!errors.As(err, &lost)) // the writes' error, not a story about the lease
+	is.True(strings.Contains(err.Error(), "downstream"))
+	is.NoErr(q.AckDone(t.Context(), j.Lease(), nil)) // the lease is still ours
+}

@@ -3,6 +3,7 @@ package lite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,9 @@ func (w *Worker) Handle(kind string, h Handler) {
 	if w.running.Load() {
 		panic("lite: Handle called on a running worker")
 	}
+	if problem := nameProblem(kind); problem != "" && kind != AnyKind {
+		panic(fmt.Sprintf("lite: a handler for kind %q: the kind %s, so no job can have it", kind, problem))
+	}
 	if _, dup := w.handlers[kind]; dup {
 		panic("lite: a handler for kind " + kind + " is already registered")
 	}
@@ -125,41 +129,26 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 		return Report{}, err
 	}
 	defer w.running.Store(false)
-	batches := make([][]*Job, len(w.lanes))
-	var jobs []*Job
-	for i, l := range w.lanes {
+	var jobs []leased
+	for _, l := range w.lanes {
 		free := w.free(l)
 		if free == 0 {
 			continue
 		}
 		batch, err := w.lease(ctx, l, free)
-		batches[i] = batch
-		jobs = append(jobs, batch...)
+		for _, j := range batch {
+			jobs = append(jobs, leased{l, j})
+		}
 		if err != nil {
-			w.releaseUnstarted(jobs)
+			w.releaseUnstarted(jobsOf(jobs))
 			return Report{Leased: len(jobs), Released: len(jobs)}, err
 		}
 	}
 	if ctx.Err() != nil {
-		w.releaseUnstarted(jobs)
+		w.releaseUnstarted(jobsOf(jobs))
 		return Report{Leased: len(jobs), Released: len(jobs)}, nil
 	}
-	handlerCtx, stopHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer stopHandlers(nil)
-	stopOnCancel := context.AfterFunc(ctx, func() { stopHandlers(ErrShutdown) })
-	defer stopOnCancel()
-	stopBeats := w.every(ctx, w.opts.HeartbeatInterval, w.heartbeatLogged)
-	stopAcks := w.startAcks()
-
-	runs := make([]*run, 0, len(jobs))
-	for i, batch := range batches {
-		for _, j := range batch {
-			runs = append(runs, w.start(handlerCtx, w.lanes[i], j))
-		}
-	}
-	w.waitRuns(nil)
-	stopAcks()
-	stopBeats()
+	runs := w.runLeased(ctx, jobs)
 
 	rep := Report{Leased: len(jobs)}
 	for _, r := range runs {

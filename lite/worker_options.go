@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
-	"unicode"
 )
 
 // WorkerOptions configure a Worker. The zero value of each field is its
@@ -134,8 +132,8 @@ func (o WorkerOptions) queueConfigs() (map[string]QueueConfig, error) {
 		switch {
 		case name == "":
 			return nil, errors.New("worker options: an empty queue name in Queues")
-		case strings.ContainsFunc(name, unicode.IsControl):
-			return nil, fmt.Errorf("worker options: queue %q contains a control character", name)
+		case nameProblem(name) != "":
+			return nil, fmt.Errorf("worker options: queue %q %s", name, nameProblem(name))
 		case c.Concurrency < 0:
 			return nil, fmt.Errorf("worker options: negative Concurrency %d for queue %q", c.Concurrency, name)
 		case c.Concurrency == 0:

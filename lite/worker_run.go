@@ -26,6 +26,7 @@ type run struct {
 	settling atomic.Bool
 	lostSeen atomic.Bool // a heartbeat found the lease lost and stopped the handler
 	outcome  EventKind
+	ended    Event // the event settle emitted, which RunJob returns
 }
 
 func (r *run) key() leaseKey { return leaseKey{r.job.ID, r.job.Generation} }

@@ -71,6 +71,7 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 			"generation", l.Generation, "why", ev.Why, "err", ev.Err)
 	}
 	r.outcome = ev.Kind
+	r.ended = ev
 	w.emit(ev)
 }
 
@@ -92,6 +93,9 @@ func (w *Worker) fail(ctx context.Context, l Lease, cause error, out settlement,
 // too large to store, rather than for the lease or the lock. The attempt
 // then fails instead.
 func refusedForHandlerOutput(ackErr error, out settlement) bool {
+	if isWritesError(ackErr) {
+		return true
+	}
 	if ackErr == nil || errors.Is(ackErr, ErrLeaseLost) || errors.Is(ackErr, ErrBusy) {
 		return false
 	}
