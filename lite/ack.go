@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -210,6 +211,18 @@ func cutError(msg string) string {
 	return msg[:n] + "…"
 }
 
+// maxErrors is how many entries a job's errors log keeps: the latest.
+// Attempts are capped, but a job released and retried again and again
+// is not, and each entry may hold maxErrorBytes.
+const maxErrors = 100
+
+// keptErrors is the errors log with room for one more entry: its oldest
+// dropped once it holds maxErrors.
+var keptErrors = stmt{
+	sqlite:   `(case when json_array_length(errors) >= ` + strconv.Itoa(maxErrors) + ` then json_remove(errors, '$[0]') else errors end)`,
+	postgres: `(case when jsonb_array_length(errors) >= ` + strconv.Itoa(maxErrors) + ` then errors - 0 else errors end)`,
+}
+
 // ackFailedSQL records the attempt's error and either schedules a retry or,
 // with attempts spent or a permanent error, buries the job.
 var ackFailedSQL = stmt{
@@ -217,7 +230,7 @@ var ackFailedSQL = stmt{
 set state = case when ?1 or attempts >= max_attempts then 'dead' else 'available' end,
     run_at = case when ?1 or attempts >= max_attempts then run_at else ?2 end,
     finished_at = case when ?1 or attempts >= max_attempts then ?3 end,
-    errors = json_insert(errors, '$[#]', json_object(
+    errors = json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?3, 'error', ?4))
 where id = ?5 and generation = ?6 and state = 'running'
 returning state, run_at, attempts, max_attempts`,
@@ -225,7 +238,7 @@ returning state, run_at, attempts, max_attempts`,
 set state = case when $1::boolean or attempts >= max_attempts then 'dead' else 'available' end,
     run_at = case when $1 or attempts >= max_attempts then run_at else $2::bigint end,
     finished_at = case when $1 or attempts >= max_attempts then $3::bigint end,
-    errors = errors || jsonb_build_object(
+    errors = ` + keptErrors.postgres + ` || jsonb_build_object(
         'attempt', attempts, 'generation', generation, 'at', $3::bigint, 'error', $4::text)
 where id = $5 and generation = $6 and state = 'running'
 returning state, run_at, attempts, max_attempts`,

@@ -56,14 +56,14 @@ var cancelSQL = stmt{
 	sqlite: `update lite_jobs
 set state = 'cancelled', finished_at = ?1,
     generation = generation + (state = 'running'),
-    errors = case when state = 'running' then json_insert(errors, '$[#]', json_object(
+    errors = case when state = 'running' then json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?1, 'error', ?2)) else errors end
 where id = ?3 and state in ('available', 'running')
 returning generation`,
 	postgres: `update lite_jobs
 set state = 'cancelled', finished_at = $1,
     generation = generation + (state = 'running')::int,
-    errors = case when state = 'running' then errors || jsonb_build_object(
+    errors = case when state = 'running' then ` + keptErrors.postgres + ` || jsonb_build_object(
         'attempt', attempts, 'generation', generation, 'at', $1::bigint, 'error', $2::text) else errors end
 where id = $3 and state in ('available', 'running')
 returning generation`,

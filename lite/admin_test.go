@@ -278,3 +278,22 @@ func TestListAndStats(t *testing.T) {
 		is.Equal(stats[1].Counts, map[lite.State]int64{lite.StateAvailable: 3, lite.StateRunning: 1, lite.StateDone: 1})
 	})
 }
+
+func TestTheErrorsLogKeepsTheLatestHundredEntries(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{})
+		// A release refunds its attempt, so nothing else bounds how often
+		// a job can be released, and each release is logged.
+		for range 130 {
+			mustLeaseOne(t, q, lite.DefaultQueue)
+			_, err := q.ReleaseUnowned(t.Context(), id)
+			is.NoErr(err)
+		}
+		j := mustGet(t, q, id)
+		is.Equal(len(j.Errors), 100)
+		is.Equal(j.Errors[0].Generation, int64(2*30+1)) // the 31st release's: the first 30 were dropped
+		is.Equal(j.Errors[99].Generation, int64(2*129+1))
+	})
+}

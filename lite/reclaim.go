@@ -30,7 +30,7 @@ var reclaimSQL = stmt{
 set state = case when attempts >= max_attempts then 'dead' else 'available' end,
     finished_at = case when attempts >= max_attempts then ?1 end,
     generation = generation + 1,
-    errors = json_insert(errors, '$[#]', json_object(
+    errors = json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?1,
         'error', 'heartbeat lapsed: no renewal from ' || coalesce(locked_by, 'unknown worker') ||
                  ' for ' || (?1 - heartbeat_at) || ' ms (its owner promised ' || coalesce(stale_after_ms, 30000) || ' ms)')),
@@ -42,7 +42,7 @@ returning id, generation, state`,
 set state = case when attempts >= max_attempts then 'dead' else 'available' end,
     finished_at = case when attempts >= max_attempts then $1::bigint end,
     generation = generation + 1,
-    errors = errors || jsonb_build_object(
+    errors = ` + keptErrors.postgres + ` || jsonb_build_object(
         'attempt', attempts, 'generation', generation, 'at', $1::bigint,
         'error', 'heartbeat lapsed: no renewal from ' || coalesce(locked_by, 'unknown worker') ||
                  ' for ' || ($1 - heartbeat_at) || ' ms (its owner promised ' || coalesce(stale_after_ms, 30000) || ' ms)'),

@@ -38,12 +38,12 @@ func (q *Queue) Release(ctx context.Context, l Lease) error {
 // same.
 var releaseUnownedSQL = stmt{
 	sqlite: `update lite_jobs set ` + releaseSet + `,
-    errors = json_insert(errors, '$[#]', json_object(
+    errors = json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?, 'error', ?))
 where id = ? and state = 'running'
 returning generation`,
 	postgres: `update lite_jobs set ` + releaseSet + `,
-    errors = errors || jsonb_build_object(
+    errors = ` + keptErrors.postgres + ` || jsonb_build_object(
         'attempt', attempts, 'generation', generation, 'at', $1::bigint, 'error', $2::text)
 where id = $3 and state = 'running'
 returning generation`,
