@@ -14,6 +14,9 @@ import (
 // over this long is microseconds.
 const clockResync = 10 * time.Second
 
+// hostNow is this host's clock; tests set it off by minutes.
+var hostNow = time.Now
+
 // serverClock is the server's clock, read on this host: every host's
 // leases, heartbeats and reclaims are judged by one clock, so a host whose
 // own clock is minutes off neither loses its healthy jobs nor holds a dead
@@ -39,13 +42,13 @@ func newServerClock(ctx context.Context, db *sql.DB) (*serverClock, error) {
 // sync reads the server's clock. A read whose round trip is slow is as
 // good as its half: the error is at most half the round trip.
 func (c *serverClock) sync(ctx context.Context) error {
-	sent := time.Now()
+	sent := hostNow()
 	var micros int64
 	err := c.db.QueryRowContext(ctx, `select (extract(epoch from clock_timestamp()) * 1000000)::bigint`).Scan(&micros)
 	if err != nil {
 		return fmt.Errorf("read the server's clock: %w", classify(err))
 	}
-	back := time.Now()
+	back := hostNow()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.serverAt = time.UnixMicro(micros).Add(back.Sub(sent) / 2)
@@ -58,7 +61,7 @@ func (c *serverClock) sync(ctx context.Context) error {
 // one carries on, so now never waits for the network.
 func (c *serverClock) now() time.Time {
 	c.mu.Lock()
-	since := time.Since(c.localAt)
+	since := hostNow().Sub(c.localAt)
 	t := c.serverAt.Add(since)
 	if since > clockResync && !c.syncing {
 		c.syncing = true

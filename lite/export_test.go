@@ -40,3 +40,11 @@ func FreeSlots(w *Worker) map[string]int {
 	}
 	return free
 }
+
+// SetHostClock makes server queues opened from now on read this host's
+// clock from f; the returned func restores it.
+func SetHostClock(f func() time.Time) (restore func()) {
+	old := hostNow
+	hostNow = f
+	return func() { hostNow = old }
+}
