@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -165,4 +166,18 @@ func TestADBURLReachesTheServerAsGivenAndItsPasswordIsNeverPrinted(t *testing.T)
 			is.Equal(len(entries), 0) // no file named after the URL
 		})
 	}
+}
+
+func TestALibpqConnectionStringIsRefusedNotMadeAFile(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	cmd := exec.Command(liteBin, "--db", "host=127.0.0.1 user=bob password=s3cretPW", "enqueue", "{}")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	is.True(errors.As(err, &exit) && exit.ExitCode() == 2)
+	is.True(strings.Contains(string(out), "give it as a postgres:// URL"))
+	is.True(!strings.Contains(string(out), "s3cretPW")) // never echoed
+	entries, _ := os.ReadDir(dir)
+	is.Equal(len(entries), 0) // no file named after it
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"reflect"
 	"strings"
 
@@ -122,6 +123,11 @@ func checkDB(path string, mayCreate bool) error {
 	if lite.IsServerURL(path) {
 		return nil
 	}
+	// A libpq key=value string would become a file of that name, with its
+	// password in the name: refuse it without echoing it.
+	if libpqKeywords.MatchString(path) {
+		return usagef("--db looks like a PostgreSQL key=value connection string: give it as a postgres:// URL")
+	}
 	// The path arrives made absolute: ":memory:" and "file:" URIs, which
 	// SQLite would read as such, show in its last element.
 	if base := filepath.Base(path); base == ":memory:" || strings.HasPrefix(base, "file:") {
@@ -138,6 +144,9 @@ func checkDB(path string, mayCreate bool) error {
 	}
 	return nil
 }
+
+// libpqKeywords finds the keywords of a libpq connection string.
+var libpqKeywords = regexp.MustCompile(`(^|[\s/])(host|hostaddr|port|dbname|user|password|sslmode|service)=`)
 
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.

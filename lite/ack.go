@@ -198,9 +198,12 @@ func ownWrite(err error) error {
 }
 
 // cutError keeps at most maxErrorBytes of msg, cut between characters so
-// that the recorded error stays valid UTF-8, and marks a cut with "…".
+// that the recorded error stays valid UTF-8 without NUL, and marks a cut
+// with "…".
 func cutError(msg string) string {
-	msg = strings.ToValidUTF8(msg, "\uFFFD")
+	// PostgreSQL's text holds no NUL, and a command's stderr may: a
+	// failure that cannot be written is a job left running until reclaimed.
+	msg = strings.ReplaceAll(strings.ToValidUTF8(msg, "\uFFFD"), "\x00", "\uFFFD")
 	if len(msg) <= maxErrorBytes {
 		return msg
 	}

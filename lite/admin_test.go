@@ -297,3 +297,14 @@ func TestTheErrorsLogKeepsTheLatestHundredEntries(t *testing.T) {
 		is.Equal(j.Errors[99].Generation, int64(2*129+1))
 	})
 }
+
+func TestAFailureWhoseTextHoldsNULIsRecorded(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{})
+		j := mustLeaseOne(t, q, lite.DefaultQueue)
+		is.NoErr(q.AckFailed(t.Context(), j.Lease(), errors.New("bad\x00nul"))) // a command's stderr may hold one
+		is.Equal(mustGet(t, q, id).Errors[0].Error, "bad\uFFFDnul")
+	})
+}

@@ -1,6 +1,12 @@
 package lite
 
-import "errors"
+import (
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"strings"
+)
 
 // SQLSTATE codes lite acts on. A server driver's errors carry them
 // (pgx's *pgconn.PgError has SQLState), so lite reads them without
@@ -33,4 +39,28 @@ func classifyServer(err error, code string) error {
 		return codeError{err, ErrFull}
 	}
 	return err
+}
+
+// unreachable reports whether err says the server could not be reached or
+// dropped the connection (restarting, a killed backend, no free
+// connection slot), rather than refusing the statement. A write that
+// failed so may or may not have landed; an owner write is safe to repeat
+// all the same, since its guard makes a second landing a no-op.
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if code, ok := sqlState(err); ok {
+		switch {
+		case strings.HasPrefix(code, "08"), // connection exception
+			code == "57P01", code == "57P02", code == "57P03", // shutting down, crashed, starting
+			code == "53300": // too many connections
+			return true
+		}
+		return false
+	}
+	var netErr net.Error
+	var retryable interface{ SafeToRetry() bool }
+	return errors.As(err, &netErr) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, io.EOF) || (errors.As(err, &retryable) && retryable.SafeToRetry())
 }

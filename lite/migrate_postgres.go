@@ -39,7 +39,7 @@ func postgresSchemaVersion(ctx context.Context, db queryer) (int, error) {
 }
 
 // migratePostgres applies the migrations the database lacks, all in one
-// transaction under the advisory lock: a host that finds the schema up to
+// transaction under an advisory lock: a host that finds the schema up to
 // date only reads, and one that finds a newer schema changes nothing.
 func (q *Queue) migratePostgres(ctx context.Context) error {
 	ms, err := loadMigrations(enginePostgres)
@@ -55,7 +55,25 @@ func (q *Queue) migratePostgres(ctx context.Context) error {
 	case version == len(ms):
 		return nil
 	}
-	tx, err := q.w.BeginTx(ctx, nil)
+	// The lock is the session's, taken before the transaction begins: a
+	// transaction that began before another host's migration committed
+	// may not see its tables in the catalog even after waiting for it.
+	c, err := q.w.Conn(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	defer c.Close()
+	// A role's lock_timeout or statement_timeout must not fail a host
+	// that waits its turn behind another's migration.
+	if _, err := c.ExecContext(ctx, `set lock_timeout = 0; set statement_timeout = 0`); err != nil {
+		return classify(err)
+	}
+	defer c.ExecContext(context.WithoutCancel(ctx), `reset lock_timeout; reset statement_timeout`)
+	if _, err := c.ExecContext(ctx, `select pg_advisory_lock($1)`, migrationLock); err != nil {
+		return classify(err)
+	}
+	defer c.ExecContext(context.WithoutCancel(ctx), `select pg_advisory_unlock($1)`, migrationLock)
+	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
 		return classify(err)
 	}
@@ -67,9 +85,6 @@ func (q *Queue) migratePostgres(ctx context.Context) error {
 }
 
 func (q *Queue) applyPostgresMigrations(ctx context.Context, tx *sql.Tx, ms []migration) error {
-	if _, err := tx.ExecContext(ctx, `select pg_advisory_xact_lock($1)`, migrationLock); err != nil {
-		return classify(err)
-	}
 	// Another host may have migrated between our check and our lock.
 	version, err := postgresSchemaVersion(ctx, tx)
 	switch {

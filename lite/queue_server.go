@@ -3,7 +3,12 @@ package lite
 import (
 	"context"
 	"fmt"
+	"time"
 )
+
+// connectTimeout bounds connecting to a server and reading its clock, when
+// the caller's context allows longer.
+const connectTimeout = 30 * time.Second
 
 // openServer opens a queue on a database server: one pool serves lite's
 // statements and the caller's transactions alike, since a server runs
@@ -18,25 +23,30 @@ func openServer(ctx context.Context, dsn string, opts Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	// As on a file, Open's writes (migrations) run to their end once begun.
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	ctx = context.WithoutCancel(ctx)
-	db, err := s.Open(ctx, dsn)
+	// Connecting and reading the clock write nothing: a signal, or the
+	// caller's deadline, may end them (a server that stopped answering
+	// would hold them forever).
+	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	db, err := s.Open(connectCtx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	q := &Queue{engine: enginePostgres, server: s, dsn: dsn, opts: opts, w: db, r: db, app: db, owned: true, stmts: stmtCache{db: db}}
 	if !clockGiven {
-		clock, err := newServerClock(ctx, db)
+		clock, err := newServerClock(connectCtx, db)
 		if err != nil {
 			db.Close()
 			return nil, err
 		}
 		q.opts.Now = clock.now
 	}
-	if err := q.migratePostgres(ctx); err != nil {
+	// As on a file, Open's writes (migrations) run to their end once begun.
+	if err := ctx.Err(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := q.migratePostgres(context.WithoutCancel(ctx)); err != nil {
 		q.Close()
 		return nil, err
 	}

@@ -125,19 +125,28 @@ func (w *Worker) startAcks() (stop func()) {
 	}
 }
 
-// retryBusy runs write until it is not refused as busy, waiting 25ms,
-// 50ms, ... up to about three seconds in all: another process's write lock
-// (or its recovery after a crash) passes, and a settled outcome is worth
-// the wait. Any other error returns at once.
+// retryBusy runs write until it is neither refused as busy nor cut off
+// from its server. Busy waits 25ms, 50ms, ... up to about three seconds
+// in all: another process's write lock (or its recovery after a crash)
+// passes, and a settled outcome is worth the wait. An unreachable server
+// (restarting, a connection killed) is tried again every 1.6 s at most
+// until ctx ends (the ack's 30 s), so that an outcome is not lost to an
+// outage shorter than that and the job run a second time. Any other
+// error returns at once.
 func retryBusy(ctx context.Context, write func() error) error {
 	err := write()
-	for wait := 25 * time.Millisecond; errors.Is(err, ErrBusy) && wait <= 1600*time.Millisecond; wait *= 2 {
+	var waited time.Duration
+	for wait := 25 * time.Millisecond; ; wait = min(2*wait, 1600*time.Millisecond) {
+		busy := errors.Is(err, ErrBusy) && waited < 3*time.Second
+		if !busy && !unreachable(err) {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return err
 		case <-time.After(wait):
 		}
+		waited += wait
 		err = write()
 	}
-	return err
 }

@@ -76,3 +76,25 @@ func TestOpenMigratesOnceAndRefusesANewerSchema(t *testing.T) {
 		t.Fatalf("got %v, want ErrSchemaTooNew", err)
 	}
 }
+
+func TestHostsOpeningANewSchemaAtOnceAllStart(t *testing.T) {
+	url := serverURL(t)
+	// A role's lock_timeout must not fail a host that waits its turn.
+	url += "&lock_timeout=1ms"
+	const hosts = 8
+	errs := make(chan error, hosts)
+	for range hosts {
+		go func() {
+			q, err := lite.Open(t.Context(), url, lite.Options{})
+			if err == nil {
+				err = q.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range hosts {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
