@@ -11,8 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/alecthomas/kong"
