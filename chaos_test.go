@@ -126,7 +126,7 @@ printf '%%s' "$LITE_JOB_GENERATION"`, execLog, cfg.work.Seconds())
 	// count is -1 while the server is away.
 	count := func(state string) int {
 		n := -1
-		reader.QueryRow(target.e.sql(`select count(*) from lite_jobs where state = ?`), state).Scan(&n)
+		reader.QueryRow(`select count(*) from lite_jobs where state = $1`, state).Scan(&n)
 		return n
 	}
 

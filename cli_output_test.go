@@ -70,10 +70,10 @@ func hostileDB(t *testing.T, e cliEngine) string {
 		t.Fatal(err)
 	}
 	now := time.Now().UnixMilli()
-	_, err = q.DB().ExecContext(t.Context(), e.sql(`insert into lite_jobs
+	_, err = q.DB().ExecContext(t.Context(), `insert into lite_jobs
     (queue, kind, payload, state, run_at, attempts, max_attempts, generation,
      lease_token, locked_by, leased_at, heartbeat_at, unique_key, errors, created_at)
-values (?, ?, ?, 'running', ?, 2, 5, 2, ?, ?, ?, ?, ?, ?, ?)`),
+values ($1, $2, $3, 'running', $4, 2, 5, 2, $5, $6, $7, $8, $9, $10, $11)`,
 		hostileQueue, hostileKind, []byte("pay\x1b[2Jload"), now, hostileToken, hostileLockedBy, now, now, storedKey(e), string(errs), now)
 	if err != nil {
 		t.Fatal(err)

@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,23 +111,4 @@ func (e cliEngine) untouched(t *testing.T, db string) bool {
 		t.Fatal(err)
 	}
 	return none
-}
-
-// sql is a test's own statement, written with SQLite's ? placeholders, in
-// e's dialect: PostgreSQL numbers them, $1, $2, …
-func (e cliEngine) sql(query string) string {
-	if e.name != "postgres" {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

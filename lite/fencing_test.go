@@ -395,7 +395,7 @@ func TestReclaimLooksOnlyAtTheHeartbeat(t *testing.T) {
 			ctx := t.Context()
 			id := mustEnqueue(t, q, lite.NewJob{})
 			mustLeaseOne(t, q, lite.DefaultQueue)
-			_, err := q.DB().ExecContext(ctx, e.sql(`update lite_jobs set stale_after_ms = null where id = ?`), id)
+			_, err := q.DB().ExecContext(ctx, `update lite_jobs set stale_after_ms = null where id = $1`, id)
 			is.NoErr(err)
 			clock.Advance(lite.DefaultStaleAfter)
 			got, err := q.ReclaimOrphaned(ctx)
@@ -480,7 +480,7 @@ func TestCompleteIsFenced(t *testing.T) {
 		}
 		addNote := func(id int64) func(tx *sql.Tx) error {
 			return func(tx *sql.Tx) error {
-				_, err := tx.Exec(e.sql(`insert into notes values (?, 'side effect')`), id)
+				_, err := tx.Exec(`insert into notes values ($1, 'side effect')`, id)
 				return err
 			}
 		}

@@ -2,8 +2,6 @@ package lite_test
 
 import (
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,25 +49,6 @@ func (e testEngine) mustOpen(tb testing.TB, clock *fakeClock) (*lite.Queue, stri
 		opts.Now = clock.Now
 	}
 	return e.open(tb, opts)
-}
-
-// sql is a test's own statement, written with SQLite's ? placeholders, in
-// e's dialect: PostgreSQL numbers them, $1, $2, …
-func (e testEngine) sql(query string) string {
-	if e.name != "postgres" {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func mustOpenPath(tb testing.TB, path string, clock *fakeClock) *lite.Queue {
@@ -121,6 +100,11 @@ func mustGet(tb testing.TB, q *lite.Queue, id int64) *lite.Job {
 	}
 	return j
 }
+
+// A test's own statements run on both engines. They number their
+// parameters ($1, $2, …), the one form PostgreSQL takes, which the SQLite
+// driver binds by number too; serialKey stands for the one type that the
+// two spell differently.
 
 // serialKey is the type of a test table's first column that numbers its
 // rows in the order they were inserted.

@@ -44,7 +44,7 @@ type statusRow struct {
 }
 
 // writeStatus is failure writes that record the failure in status.
-func writeStatus(e testEngine, job *lite.Job) func(tx *sql.Tx, f lite.Failure) error {
+func writeStatus(job *lite.Job) func(tx *sql.Tx, f lite.Failure) error {
 	return func(tx *sql.Tx, f lite.Failure) error {
 		var next int64
 		if !f.NextRunAt.IsZero() {
@@ -54,8 +54,8 @@ func writeStatus(e testEngine, job *lite.Job) func(tx *sql.Tx, f lite.Failure) e
 		if f.Err != nil {
 			msg = f.Err.Error()
 		}
-		_, err := tx.Exec(e.sql(`insert into status (job, state, attempt, why, next_run_at, err)
-values (?, ?, ?, ?, ?, ?)`),
+		_, err := tx.Exec(`insert into status (job, state, attempt, why, next_run_at, err)
+values ($1, $2, $3, $4, $5, $6)`,
 			job.ID, f.State, f.Attempt, f.Why, next, msg)
 		return err
 	}
@@ -380,7 +380,7 @@ func TestCommitWithFailure(t *testing.T) {
 			id := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 3})
 			w, ev, _ := testWorker(t, q, lite.WorkerOptions{})
 			got := runOne(t, q, ev, w, func(ctx context.Context, job *lite.Job) error {
-				lite.CommitWithFailure(ctx, writeStatus(e, job))
+				lite.CommitWithFailure(ctx, writeStatus(job))
 				lite.CommitWithFailure(ctx, func(tx *sql.Tx, f lite.Failure) error {
 					_, err := tx.Exec(`update status set err = err || ' (seen second)'`)
 					return err
@@ -400,7 +400,7 @@ func TestCommitWithFailure(t *testing.T) {
 			id := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
 			w, ev, _ := testWorker(t, q, lite.WorkerOptions{})
 			runOne(t, q, ev, w, func(ctx context.Context, job *lite.Job) error {
-				lite.CommitWithFailure(ctx, writeStatus(e, job))
+				lite.CommitWithFailure(ctx, writeStatus(job))
 				return errors.New("bank down")
 			})
 			is.Equal(statusRows(t, q), []statusRow{{Job: id, State: lite.StateDead, Attempt: 1,
@@ -427,7 +427,7 @@ func TestCommitWithFailure(t *testing.T) {
 					id := mustEnqueue(t, q, lite.NewJob{})
 					w, ev, _ := testWorker(t, q, lite.WorkerOptions{Timeout: 20 * time.Millisecond})
 					got := runOne(t, q, ev, w, func(ctx context.Context, job *lite.Job) error {
-						lite.CommitWithFailure(ctx, writeStatus(e, job))
+						lite.CommitWithFailure(ctx, writeStatus(job))
 						return h(ctx, job)
 					})
 					is.Equal(got.Kind, lite.EventFailed)
@@ -444,7 +444,7 @@ func TestCommitWithFailure(t *testing.T) {
 			mustEnqueue(t, q, lite.NewJob{})
 			w, ev, _ := testWorker(t, q, lite.WorkerOptions{})
 			got := runOne(t, q, ev, w, func(ctx context.Context, job *lite.Job) error {
-				lite.CommitWithFailure(ctx, writeStatus(e, job))
+				lite.CommitWithFailure(ctx, writeStatus(job))
 				return lite.Snooze(time.Minute)
 			})
 			is.Equal(got.Kind, lite.EventSnoozed)
@@ -461,7 +461,7 @@ func TestCommitWithFailure(t *testing.T) {
 			w.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
 				lite.CommitWithFailure(ctx, func(tx *sql.Tx, f lite.Failure) error {
 					called.Store(true)
-					return writeStatus(e, job)(tx, f)
+					return writeStatus(job)(tx, f)
 				})
 				<-proceed
 				return errors.New("stale failure")
@@ -497,7 +497,7 @@ func TestCommitWithFailure(t *testing.T) {
 			full := errors.New("status table full")
 			got := runOne(t, q, ev, w, func(ctx context.Context, job *lite.Job) error {
 				lite.CommitWithFailure(ctx, func(tx *sql.Tx, f lite.Failure) error {
-					if err := writeStatus(e, job)(tx, f); err != nil {
+					if err := writeStatus(job)(tx, f); err != nil {
 						return err
 					}
 					return full
@@ -559,7 +559,7 @@ func TestFail(t *testing.T) {
 			q, clock := openOutcomes(t, e)
 			id := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 2})
 			a := mustLeaseOne(t, q, lite.DefaultQueue)
-			f, err := q.Fail(t.Context(), a.Lease(), errors.New("bank down"), writeStatus(e, a))
+			f, err := q.Fail(t.Context(), a.Lease(), errors.New("bank down"), writeStatus(a))
 			is.NoErr(err)
 			next := clock.Now().Add(backoff)
 			is.True(f.NextRunAt.Equal(next))
@@ -596,7 +596,7 @@ func TestFail(t *testing.T) {
 			a := mustLeaseOne(t, q, lite.DefaultQueue)
 			full := errors.New("status table full")
 			f, err := q.Fail(t.Context(), a.Lease(), lite.Permanent(errors.New("bad card")), func(tx *sql.Tx, f lite.Failure) error {
-				if err := writeStatus(e, a)(tx, f); err != nil {
+				if err := writeStatus(a)(tx, f); err != nil {
 					return err
 				}
 				return full
@@ -623,8 +623,8 @@ func TestCompleteRecordsItsResult(t *testing.T) {
 		}
 		mark := func(id int64) func(tx *sql.Tx) error {
 			return func(tx *sql.Tx) error {
-				_, err := tx.Exec(e.sql(`insert into status (job, state, attempt, why, next_run_at, err)
-values (?, 'done', 1, '', 0, '')`), id)
+				_, err := tx.Exec(`insert into status (job, state, attempt, why, next_run_at, err)
+values ($1, 'done', 1, '', 0, '')`, id)
 				return err
 			}
 		}
@@ -689,7 +689,7 @@ func TestShutdownWinsOverAReturnedError(t *testing.T) {
 		id := mustEnqueue(t, q, lite.NewJob{})
 		w, ev, _ := testWorker(t, q, lite.WorkerOptions{ShutdownGrace: 20 * time.Millisecond})
 		w.Handle(lite.AnyKind, func(ctx context.Context, job *lite.Job) error {
-			lite.CommitWithFailure(ctx, writeStatus(e, job))
+			lite.CommitWithFailure(ctx, writeStatus(job))
 			<-ctx.Done()
 			return errors.New("gave up") // says nothing of the shutdown
 		})

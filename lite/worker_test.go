@@ -119,6 +119,21 @@ func testWorker(t *testing.T, q *lite.Queue, opts lite.WorkerOptions) (*lite.Wor
 	return w, ev, logs
 }
 
+// idleSignals signals when w's loop is about to wait. A signal not yet
+// taken is not sent again, so that the loop never blocks on it: a worker
+// on a server wakes at every poll and at every notification in the
+// database, its own queue's or not.
+func idleSignals(w *lite.Worker) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	lite.SetIdleHook(w, func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	})
+	return ch
+}
+
 // runWorker runs w.Run in the background; the returned stop ends it and
 // waits for Run to return.
 func runWorker(t *testing.T, w *lite.Worker) (stop func()) {
@@ -446,8 +461,7 @@ func TestInProcessEnqueueWakesAnIdleWorker(t *testing.T) {
 		is := is.New(t)
 		q, _ := e.mustOpen(t, nil)
 		w, ev, _ := testWorker(t, q, lite.WorkerOptions{PollInterval: time.Hour})
-		idle := make(chan struct{}, 100)
-		lite.SetIdleHook(w, func() { idle <- struct{}{} })
+		idle := idleSignals(w)
 		w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
 		runWorker(t, w)
 		recv(t, idle) // asleep, and its poll is an hour away
@@ -465,8 +479,7 @@ func TestAJobEnqueuedInACallersTransactionReachesAnIdleWorker(t *testing.T) {
 		ctx := t.Context()
 		w, ev, _ := testWorker(t, q, lite.WorkerOptions{PollInterval: 10 * time.Millisecond})
 		lite.PollOnly(w) // why: only the poll (of data_version, on SQLite) sees the caller's commit
-		idle := make(chan struct{}, 100)
-		lite.SetIdleHook(w, func() { idle <- struct{}{} })
+		idle := idleSignals(w)
 		w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
 		runWorker(t, w)
 		recv(t, idle)
@@ -504,8 +517,7 @@ func TestAJobFromAnotherProcessIsPickedUp(t *testing.T) {
 				q, dsn := e.mustOpen(t, nil)
 				w, ev, _ := testWorker(t, q, lite.WorkerOptions{PollInterval: c.poll})
 				c.setup(w)
-				idle := make(chan struct{}, 100)
-				lite.SetIdleHook(w, func() { idle <- struct{}{} })
+				idle := idleSignals(w)
 				w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
 				runWorker(t, w)
 				recv(t, idle)
@@ -688,7 +700,7 @@ func TestCommitWithAckLandsOnlyWithTheCurrentLease(t *testing.T) {
 				<-release // the first run outlives its lease
 			}
 			lite.CommitWithAck(ctx, func(tx *sql.Tx) error {
-				_, err := tx.Exec(e.sql(`insert into ledger values (?, ?)`), job.ID, job.Generation)
+				_, err := tx.Exec(`insert into ledger values ($1, $2)`, job.ID, job.Generation)
 				return err
 			})
 			return nil
@@ -727,7 +739,7 @@ func TestCommitWithAckCalledTwice(t *testing.T) {
 		}
 		note := func(body string) func(tx *sql.Tx) error {
 			return func(tx *sql.Tx) error {
-				_, err := tx.Exec(e.sql(`insert into notes (body) values (?)`), body)
+				_, err := tx.Exec(`insert into notes (body) values ($1)`, body)
 				return err
 			}
 		}
