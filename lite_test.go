@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -483,4 +484,90 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 		}
 	}
 	is.Equal(memory, 3)
+}
+
+func TestBenchOnPostgresPrintsEveryFigure(t *testing.T) {
+	if postgresURL == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but LITE_TEST_POSTGRES is not set: .ci/run starts the server and sets it")
+		}
+		t.Skip("LITE_TEST_POSTGRES is not set: the PostgreSQL bench was skipped")
+	}
+	is := is.New(t)
+	db := schemaURL(t, postgresURL)
+	u, err := url.Parse(db)
+	is.NoErr(err)
+	password, ok := u.User.Password()
+	if !ok {
+		// The test server trusts its clients and never asks for it.
+		password = "s3cret-bench"
+		u.User = url.UserPassword(u.User.Username(), password)
+	}
+	cmd := exec.CommandContext(t.Context(), liteBin, "--db", u.String(), "--json", "bench", "--duration", "200ms",
+		"--big-rows", "2000", "--samples", "5", "--processes", "2")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lite bench: %v: %s", err, errOut.String())
+	}
+	is.True(!strings.Contains(out.String()+errOut.String(), password)) // the URL is printed redacted
+	is.True(strings.Contains(errOut.String(), "skipped on PostgreSQL: --sync"))
+
+	var rows []struct {
+		Sync   string  `json:"sync"`
+		Figure string  `json:"figure"`
+		Value  float64 `json:"value"`
+		Unit   string  `json:"unit"`
+		Ratio  float64 `json:"ratio"`
+		Target string  `json:"target"`
+	}
+	is.NoErr(json.Unmarshal(out.Bytes(), &rows))
+	// Each figure once, in this order, with its target where the issue
+	// sets one.
+	want := []struct{ figure, unit, target string }{
+		{"raw insert ", "jobs/s", ""},
+		{"R2 (claim 100 with SKIP LOCKED", "jobs/s", ""},
+		{"enqueue, one per call", "jobs/s", ""},
+		{"enqueue, batches of 1000", "jobs/s", ""},
+		{"worker, no-op handler, concurrency 16", "jobs/s", ""},
+		{"worker, no-op handler, concurrency 256", "jobs/s", ">= 0.5x"},
+		{"worker, concurrency 256, 2000 finished + 200 dead rows", "jobs/s", ">= 0.9x"},
+		{"latency, same process ", "ms p50", ""},
+		{"latency, another process, LISTEN/NOTIFY ", "ms p50", "p50 < 5 ms"},
+		{"2 processes on one database, concurrency 64 each", "jobs/s", ">= 1.5x"},
+		{"peak RSS of this process", "MiB", ""},
+		{"peak RSS of a child process", "MiB", ""},
+	}
+	is.Equal(len(rows), len(want))
+	for i, r := range rows {
+		w := want[i]
+		is.True(strings.HasPrefix(r.Figure, w.figure)) // the figures in order
+		is.Equal(r.Unit, w.unit)
+		is.Equal(r.Target, w.target)
+		if r.Unit != "MiB" {
+			is.Equal(r.Sync, "postgres")
+		}
+		switch r.Unit {
+		case "jobs/s":
+			// Some jobs were done, by a server on this machine: not millions.
+			is.True(r.Value > 0 && r.Value < 1e7)
+			is.True(r.Ratio > 0 || w.figure == "raw insert " || strings.HasPrefix(w.figure, "R2"))
+		case "ms p50":
+			is.True(r.Value > 0 && r.Value < 10_000)
+		case "MiB":
+			is.True(r.Value >= 1 && r.Value <= 4096)
+		}
+	}
+
+	// Every figure's schema is gone, and the one the URL named untouched.
+	admin, err := sql.Open("pgx", postgresURL)
+	is.NoErr(err)
+	defer admin.Close()
+	prefix := fmt.Sprintf("lite_bench_%d_", cmd.Process.Pid)
+	is.True(strings.Contains(errOut.String(), "schema of its own, "+prefix+"1, 2…, dropped after it"))
+	var left int
+	is.NoErr(admin.QueryRowContext(t.Context(), `select count(*) from pg_namespace where starts_with(nspname, $1)`,
+		prefix).Scan(&left))
+	is.Equal(left, 0)
+	is.True(postgresCLI.untouched(t, db))
 }

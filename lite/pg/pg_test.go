@@ -98,3 +98,30 @@ func TestHostsOpeningANewSchemaAtOnceAllStart(t *testing.T) {
 		}
 	}
 }
+
+func TestThePoolKeepsConnectionsOpenBetweenUses(t *testing.T) {
+	q, err := lite.Open(t.Context(), serverURL(t), lite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	db := q.DB()
+	// A worker's lease loop, group commits and heartbeats and the
+	// program's enqueues use several connections at once.
+	var conns []*sql.Conn
+	for range 8 {
+		c, err := db.Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	// database/sql's default keeps two and closes the rest, which the next
+	// burst then opens again: a server process and its statements each.
+	if s := db.Stats(); s.MaxIdleClosed != 0 || s.Idle < 8 {
+		t.Fatalf("after 8 connections at once: %d idle, %d closed for want of room", s.Idle, s.MaxIdleClosed)
+	}
+}
