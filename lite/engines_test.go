@@ -29,9 +29,18 @@ var postgresURL = os.Getenv("LITE_TEST_POSTGRES")
 // a missing server is a failure, not a skip.
 func forEachEngine(t *testing.T, fn func(t *testing.T, e testEngine)) {
 	t.Helper()
-	t.Run("sqlite", func(t *testing.T) { fn(t, sqliteEngine) })
-	t.Run("postgres", func(t *testing.T) { fn(t, onPostgres(t)) })
+	if onlyEngine == "" || onlyEngine == "sqlite" {
+		t.Run("sqlite", func(t *testing.T) { fn(t, sqliteEngine) })
+	}
+	if onlyEngine == "" || onlyEngine == "postgres" {
+		t.Run("postgres", func(t *testing.T) { fn(t, onPostgres(t)) })
+	}
 }
+
+// onlyEngine, when LITE_TEST_ENGINE names one, runs the conformance tests
+// on that engine alone: the mutation check mutates one dialect at a time,
+// and need not wait for the other's tests.
+var onlyEngine = os.Getenv("LITE_TEST_ENGINE")
 
 // onPostgres is the PostgreSQL engine, for a test of what only a server
 // does. Without a server it skips the test, and in CI it fails it.
