@@ -267,9 +267,9 @@ func (r *benchRun) open(ctx context.Context, file string) (q *lite.Queue, db str
 }
 
 // close closes a figure's queue. On a server it drops the figure's
-// schema as well, so that its rows weigh on no later figure (autovacuum
-// would clean them up meanwhile); a file stays until the run's directory
-// goes.
+// schema as well (or the server's close does, at the end), so that its
+// rows weigh on no later figure, which autovacuum would slow cleaning them
+// up; a file stays until the run's directory goes.
 func (r *benchRun) close(q *lite.Queue, db string) {
 	q.Close()
 	if r.server != nil {

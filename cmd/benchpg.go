@@ -44,20 +44,17 @@ func (r *benchRun) allServer(ctx context.Context) error {
 	d := r.c.Duration
 	for _, ref := range []struct {
 		name, about string
+		prefill     int
 		run         func(db *sql.DB) (float64, error)
 	}{
-		{"raw insert", "(autocommit, PostgreSQL alone)", func(db *sql.DB) (float64, error) {
+		{"raw insert", "(autocommit, PostgreSQL alone)", 0, func(db *sql.DB) (float64, error) {
 			return rawInsert(ctx, db, rawInsertServerSQL, d)
 		}},
-		{"R2", "(claim 100 with SKIP LOCKED, complete 100 per transaction)", func(db *sql.DB) (float64, error) {
+		{"R2", "(claim 100 with SKIP LOCKED, complete the 100 in one statement)", r.prefill(), func(db *sql.DB) (float64, error) {
 			return rawBatchedServer(ctx, db, d)
 		}},
 	} {
-		prefill := 0
-		if ref.name == "R2" {
-			prefill = r.prefill()
-		}
-		rate, err := r.server.raw(ctx, prefill, ref.run)
+		rate, err := r.server.raw(ctx, ref.prefill, ref.run)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ref.name, err)
 		}
@@ -145,17 +142,20 @@ func (s *pgServer) schema(ctx context.Context) (string, error) {
 }
 
 // drop drops the schema that db uses, with everything in it. It runs
-// after the figure, whether or not the bench was interrupted.
-func (s *pgServer) drop(db string) {
+// after the figure, whether or not the bench was interrupted; a schema it
+// could not drop is tried again at the end.
+func (s *pgServer) drop(db string) error {
 	name, ok := s.made[db]
 	if !ok {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := s.admin.ExecContext(ctx, "drop schema if exists "+name+" cascade"); err == nil {
-		delete(s.made, db)
+	if _, err := s.admin.ExecContext(ctx, "drop schema if exists "+name+" cascade"); err != nil {
+		return fmt.Errorf("drop schema %s: %w", name, err)
 	}
+	delete(s.made, db)
+	return nil
 }
 
 // settle makes table, just filled, look as a table in service does to
@@ -190,10 +190,13 @@ func (s *pgServer) checkpoint(ctx context.Context) error {
 	return err
 }
 
-// close drops the schemas that a failed figure left, and disconnects.
+// close drops the schemas that are left, and disconnects. A schema that
+// cannot be dropped is named, for its owner to drop.
 func (s *pgServer) close() {
 	for db := range s.made {
-		s.drop(db)
+		if err := s.drop(db); err != nil {
+			fmt.Fprintf(s.warnings, "lite bench: %s\n", escapeLine(err.Error()))
+		}
 	}
 	s.admin.Close()
 }
@@ -205,7 +208,7 @@ func (s *pgServer) raw(ctx context.Context, prefill int, measure func(*sql.DB) (
 	if err != nil {
 		return 0, err
 	}
-	defer s.drop(dsn)
+	defer s.drop(dsn) // or at the end, by close
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return 0, err

@@ -53,7 +53,7 @@ type CLI struct {
 	Purge   PurgeCmd   `cmd:"" help:"Delete finished jobs older than a duration."`
 	Demo    DemoCmd    `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
 	Schema  SchemaCmd  `cmd:"" help:"Print the SQL schema of a lite database."`
-	Bench   BenchCmd   `cmd:"" help:"Measure lite against the raw SQLite limits of this machine."`
+	Bench   BenchCmd   `cmd:"" help:"Measure lite against the raw limits of SQLite on this machine, or of the PostgreSQL server --db names."`
 
 	BenchChild BenchChildCmd `cmd:"" name:"bench-child" hidden:""`
 	DemoJob    DemoJobCmd    `cmd:"" name:"demo-job" hidden:""`

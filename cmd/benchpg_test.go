@@ -1,0 +1,85 @@
+package cmd
+
+import (
+	"bytes"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+// testServer is the PostgreSQL server the tests may use; .ci/run starts
+// one. Without it the test is skipped, except in CI.
+func testServer(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("LITE_TEST_POSTGRES")
+	if u == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but LITE_TEST_POSTGRES is not set: .ci/run starts the server and sets it")
+		}
+		t.Skip("LITE_TEST_POSTGRES is not set: the PostgreSQL bench was skipped")
+	}
+	return u
+}
+
+func TestBenchServerDropsWhatAFailedFigureLeft(t *testing.T) {
+	is := is.New(t)
+	admin, err := sql.Open("pgx", testServer(t))
+	is.NoErr(err)
+	defer admin.Close()
+	var warnings bytes.Buffer
+	s, err := openPGServer(t.Context(), testServer(t), &warnings)
+	is.NoErr(err)
+	schemas := func() (n int) {
+		is.NoErr(admin.QueryRowContext(t.Context(), `select count(*) from pg_namespace where starts_with(nspname, $1)`,
+			s.prefix()).Scan(&n))
+		return n
+	}
+	first, err := s.schema(t.Context())
+	is.NoErr(err)
+	_, err = s.schema(t.Context())
+	is.NoErr(err)
+	is.Equal(schemas(), 2)
+	is.NoErr(s.drop(first)) // after its figure
+	is.Equal(schemas(), 1)
+	s.close() // the second figure failed before it dropped its own
+	is.Equal(schemas(), 0)
+	is.Equal(warnings.String(), "")
+}
+
+func TestBenchServerMeasuresWithoutTheRightToCheckpointAndSaysSo(t *testing.T) {
+	is := is.New(t)
+	base := testServer(t)
+	admin, err := sql.Open("pgx", base)
+	is.NoErr(err)
+	defer admin.Close()
+	role := fmt.Sprintf("lite_bench_plain_%d", os.Getpid())
+	_, err = admin.ExecContext(t.Context(), "create role "+role+" login")
+	is.NoErr(err)
+	t.Cleanup(func() { admin.Exec("drop role " + role) })
+	u, err := url.Parse(base)
+	is.NoErr(err)
+	u.User = url.User(role) // the test server trusts its clients
+
+	var warnings bytes.Buffer
+	s, err := openPGServer(t.Context(), u.String(), &warnings)
+	is.NoErr(err)
+	defer s.close()
+	is.NoErr(s.checkpoint(t.Context()))
+	is.NoErr(s.checkpoint(t.Context()))
+	is.True(s.noCheckpoint)
+	is.Equal(strings.Count(warnings.String(), "may not checkpoint"), 1) // said once, not at every figure
+
+	// A role that may checkpoint does, in silence.
+	warnings.Reset()
+	super, err := openPGServer(t.Context(), base, &warnings)
+	is.NoErr(err)
+	defer super.close()
+	is.NoErr(super.checkpoint(t.Context()))
+	is.True(!super.noCheckpoint)
+	is.Equal(warnings.String(), "")
+}
