@@ -56,11 +56,15 @@ func TestBenchServerMeasuresWithoutTheRightToCheckpointAndSaysSo(t *testing.T) {
 	base := testServer(t)
 	admin, err := sql.Open("pgx", base)
 	is.NoErr(err)
-	defer admin.Close()
+	t.Cleanup(func() { admin.Close() })
 	role := fmt.Sprintf("lite_bench_plain_%d", os.Getpid())
 	_, err = admin.ExecContext(t.Context(), "create role "+role+" login")
 	is.NoErr(err)
-	t.Cleanup(func() { admin.Exec("drop role " + role) })
+	t.Cleanup(func() { // before admin closes: cleanups run last first
+		if _, err := admin.Exec("drop role " + role); err != nil {
+			t.Errorf("drop role: %v", err)
+		}
+	})
 	u, err := url.Parse(base)
 	is.NoErr(err)
 	u.User = url.User(role) // the test server trusts its clients
