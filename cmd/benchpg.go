@@ -251,21 +251,8 @@ returning id`)
 	}
 	defer complete.Close()
 	return timed(d, func() (int, error) {
-		rows, err := claim.QueryContext(ctx)
+		ids, err := claimIDs(ctx, claim)
 		if err != nil {
-			return 0, err
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return 0, err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return 0, err
 		}
 		if len(ids) == 0 {

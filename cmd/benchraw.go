@@ -112,20 +112,10 @@ where id in (select id from jobs where state = 'available' order by id limit 100
 	}
 	defer complete.Close()
 	return timed(d, func() (int, error) {
-		rows, err := claim.QueryContext(ctx)
+		ids, err := claimIDs(ctx, claim)
 		if err != nil {
 			return 0, err
 		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return 0, err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
 		if len(ids) == 0 {
 			return 0, nil
 		}
@@ -142,4 +132,23 @@ where id in (select id from jobs where state = 'available' order by id limit 100
 		}
 		return len(ids), tx.Commit()
 	})
+}
+
+// claimIDs runs a claim that returns the ids it took, and reads them all:
+// until its rows are closed, a claim on SQLite holds the write lock.
+func claimIDs(ctx context.Context, claim *sql.Stmt) ([]int64, error) {
+	rows, err := claim.QueryContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
