@@ -54,3 +54,20 @@ CREATE TABLE lite_workers (
     seen_at        integer not null,
     stale_after_ms integer not null
 ) strict;
+
+CREATE TABLE lite_schedules (
+    name         text    primary key,
+    spec         text    not null,
+    time_zone    text    not null,
+    queue        text    not null,
+    kind         text    not null,
+    payload      blob    not null,
+    priority     integer not null,
+    max_attempts integer not null,
+    unique_key   text,
+    paused       integer not null default 0,
+    next_run_at  integer not null,
+    last_run_at  integer,
+    created_at   integer not null,
+    updated_at   integer not null
+) strict;

@@ -35,6 +35,8 @@ var (
 	// ErrFull means the disk (or the file's max_page_count) is full.
 	// Nothing was written; retry once there is room.
 	ErrFull = errors.New("database full")
+	// ErrNoSchedule means no schedule has the given name.
+	ErrNoSchedule = errors.New("no such schedule")
 )
 
 // codeError adds one of lite's sentinels to a driver error without

@@ -48,3 +48,16 @@ func SetHostClock(f func() time.Time) (restore func()) {
 	hostNow = f
 	return func() { hostNow = old }
 }
+
+// FireAfter fires the schedules that are due as a worker would, but runs
+// between after reading them and before firing: another process's write
+// that lands in that window.
+func FireAfter(ctx context.Context, q *Queue, between func()) (int, error) {
+	now := q.opts.Now()
+	due, err := q.dueSchedules(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	between()
+	return q.fireEach(ctx, due, now)
+}

@@ -144,6 +144,7 @@ type Queue struct {
 	owned  bool
 	stmts  stmtCache
 	wakeup wakeup
+	sched  wakeup // schedules changed in this process
 	closed sync.Once
 }
 

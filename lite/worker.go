@@ -210,7 +210,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 
+	commits, stopFiring := w.startFiring(ctx, commits, poll)
 	w.loop(ctx, handlerCtx, watcher, commits, poll)
+	stopFiring()
 	stopReclaims()
 	w.shutdown(stopHandlers)
 	stopAnnouncing()

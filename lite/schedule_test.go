@@ -1,0 +1,313 @@
+package lite_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+// allJobs lists every job of q in id order.
+func allJobs(tb testing.TB, q *lite.Queue) []*lite.Job {
+	tb.Helper()
+	var all []*lite.Job
+	var after int64
+	for {
+		page, err := q.List(tb.Context(), lite.ListFilter{AfterID: after, Limit: 500})
+		if err != nil {
+			tb.Fatalf("list: %v", err)
+		}
+		if len(page) == 0 {
+			return all
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].ID
+	}
+}
+
+func mustSetSchedule(tb testing.TB, q *lite.Queue, s lite.Schedule) {
+	tb.Helper()
+	if err := q.SetSchedule(tb.Context(), s); err != nil {
+		tb.Fatalf("set schedule: %v", err)
+	}
+}
+
+func mustSchedule(tb testing.TB, q *lite.Queue, name string) lite.Schedule {
+	tb.Helper()
+	all, err := q.Schedules(tb.Context())
+	if err != nil {
+		tb.Fatalf("schedules: %v", err)
+	}
+	for _, s := range all {
+		if s.Name == name {
+			return s
+		}
+	}
+	tb.Fatalf("no schedule %q", name)
+	return lite.Schedule{}
+}
+
+func mustFire(tb testing.TB, q *lite.Queue) int {
+	tb.Helper()
+	n, err := q.FireSchedules(tb.Context())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// TestScheduleFiresEachTickOnceAcrossConnections runs eight firing loops,
+// each on a queue of its own (its own connections, as eight processes
+// have), all at once at every tick of one fake clock: every tick is
+// enqueued by exactly one of them.
+func TestScheduleFiresEachTickOnceAcrossConnections(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		// Exclusion, not durability, is under test: commits need not wait
+		// for the disk.
+		opts := lite.Options{Now: clock.Now, Synchronous: lite.SyncNormal}
+		q, dsn := e.open(t, opts)
+		mustSetSchedule(t, q, lite.Schedule{Name: "tick", Spec: "* * * * *", Job: lite.NewJob{Queue: "q", Kind: "k"}})
+		queues := []*lite.Queue{q}
+		for range 7 {
+			queues = append(queues, mustOpenOpts(t, dsn, opts))
+		}
+		const ticks = 1000
+		var want []time.Time
+		for range ticks {
+			clock.Advance(time.Minute)
+			want = append(want, clock.Now().Truncate(time.Minute))
+			var fired atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for _, q := range queues {
+				wg.Go(func() {
+					<-start
+					n, err := q.FireSchedules(t.Context())
+					if err != nil {
+						t.Error(err)
+					}
+					fired.Add(int64(n))
+				})
+			}
+			close(start)
+			wg.Wait()
+			is.Equal(fired.Load(), int64(1)) // one loop won the tick, the others found it fired
+		}
+		jobs := allJobs(t, q)
+		is.Equal(len(jobs), ticks)
+		for i, j := range jobs {
+			is.True(j.RunAt.Equal(want[i])) // each job names its own tick, in order
+			is.Equal(j.Queue, "q")
+			is.Equal(j.Kind, "k")
+		}
+	})
+}
+
+// TestScheduleFireIsACompareAndSet fires a schedule that another process
+// fired between this one's read and its write: the stale fire writes
+// nothing, and a pause committed in that window stops the fire too.
+func TestScheduleFireIsACompareAndSet(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		clock := newFakeClock()
+		q, dsn := e.mustOpen(t, clock)
+		other := mustOpenOpts(t, dsn, lite.Options{Now: clock.Now})
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@hourly"})
+		clock.Advance(time.Hour)
+
+		t.Run("a tick another process fired is not enqueued again", func(t *testing.T) {
+			is := is.New(t)
+			n, err := lite.FireAfter(t.Context(), q, func() { is.Equal(mustFire(t, other), 1) })
+			is.NoErr(err)
+			is.Equal(n, 0)
+			is.Equal(len(allJobs(t, q)), 1)
+		})
+		t.Run("a pause committed after the read stops the fire", func(t *testing.T) {
+			is := is.New(t)
+			clock.Advance(time.Hour)
+			n, err := lite.FireAfter(t.Context(), q, func() { is.NoErr(other.PauseSchedule(t.Context(), "s")) })
+			is.NoErr(err)
+			is.Equal(n, 0)
+			is.Equal(len(allJobs(t, q)), 1)
+		})
+	})
+}
+
+// TestScheduleCatchesUpOnce leaves a schedule unfired for a day of
+// missed ticks: the next fire enqueues one job, for the first missed
+// tick, and the schedule moves on to its first tick after now.
+func TestScheduleCatchesUpOnce(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock() // 03:04:05
+		q, _ := e.mustOpen(t, clock)
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@hourly"})
+		first := mustSchedule(t, q, "s").NextRunAt
+		is.True(first.Equal(time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)))
+
+		clock.Advance(24*time.Hour + 30*time.Minute) // 25 ticks missed
+		is.Equal(mustFire(t, q), 1)
+		is.Equal(mustFire(t, q), 0) // nothing more is due
+		jobs := allJobs(t, q)
+		is.Equal(len(jobs), 1)
+		is.True(jobs[0].RunAt.Equal(first))
+		s := mustSchedule(t, q, "s")
+		is.True(s.LastRunAt.Equal(first))
+		is.True(s.NextRunAt.Equal(time.Date(2026, 1, 3, 4, 0, 0, 0, time.UTC)))
+	})
+}
+
+// TestScheduleEveryKeepsItsPhase fires an @every schedule late: the ticks
+// after a late fire keep the spacing from when it was set.
+func TestScheduleEveryKeepsItsPhase(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock() // 03:04:05
+		q, _ := e.mustOpen(t, clock)
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@every 10m"})
+		is.True(mustSchedule(t, q, "s").NextRunAt.Equal(time.Date(2026, 1, 2, 3, 14, 5, 0, time.UTC)))
+		clock.Advance(37 * time.Minute) // 03:41:05: three ticks missed
+		is.Equal(mustFire(t, q), 1)
+		is.True(mustSchedule(t, q, "s").NextRunAt.Equal(time.Date(2026, 1, 2, 3, 44, 5, 0, time.UTC)))
+	})
+}
+
+// TestSchedulePauseAndResume pauses a schedule for hours: it fires
+// nothing while paused, and once resumed it waits for its first tick
+// after now, with no burst and no catch-up of the paused ticks.
+func TestSchedulePauseAndResume(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		ctx := t.Context()
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@hourly"})
+		is.NoErr(q.PauseSchedule(ctx, "s"))
+		is.NoErr(q.PauseSchedule(ctx, "s")) // pausing twice changes nothing
+		is.True(mustSchedule(t, q, "s").Paused)
+		for range 5 {
+			clock.Advance(time.Hour)
+			is.Equal(mustFire(t, q), 0)
+		}
+		is.Equal(len(allJobs(t, q)), 0)
+
+		// Registering it again, as a program does at every start, keeps
+		// the operator's pause.
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@hourly"})
+		is.True(mustSchedule(t, q, "s").Paused)
+
+		is.NoErr(q.ResumeSchedule(ctx, "s"))
+		s := mustSchedule(t, q, "s")
+		is.True(!s.Paused)
+		is.True(s.NextRunAt.Equal(time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC))) // now is 08:04:05
+		is.Equal(mustFire(t, q), 0)
+		clock.Advance(time.Hour)
+		is.Equal(mustFire(t, q), 1)
+		is.Equal(len(allJobs(t, q)), 1)
+		is.NoErr(q.ResumeSchedule(ctx, "s")) // resuming a running schedule changes nothing
+		is.True(mustSchedule(t, q, "s").NextRunAt.Equal(time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)))
+	})
+}
+
+// TestSetScheduleIsAnUpsert registers a schedule again: the same spec
+// keeps its next run, a new job is taken as it is, and a new spec or
+// zone starts the ticks over.
+func TestSetScheduleIsAnUpsert(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock() // 03:04:05
+		q, _ := e.mustOpen(t, clock)
+		s := lite.Schedule{Name: "s", Spec: "@every 1h", Job: lite.NewJob{Queue: "a", Kind: "k", Payload: []byte("1")}}
+		mustSetSchedule(t, q, s)
+		next := mustSchedule(t, q, "s").NextRunAt
+		clock.Advance(20 * time.Minute)
+		s.Job = lite.NewJob{Queue: "b", Kind: "k2", Payload: []byte("2"), Priority: 3, MaxAttempts: 2}
+		mustSetSchedule(t, q, s)
+		got := mustSchedule(t, q, "s")
+		is.True(got.NextRunAt.Equal(next)) // same spec: same ticks
+		is.Equal(got.Job, lite.NewJob{Queue: "b", Kind: "k2", Payload: []byte("2"), Priority: 3, MaxAttempts: 2})
+
+		s.TimeZone = "Europe/Berlin"
+		mustSetSchedule(t, q, s)
+		is.True(mustSchedule(t, q, "s").NextRunAt.Equal(clock.Now().Add(time.Hour))) // a new zone starts over
+		s.Spec = "0 12 * * *"
+		mustSetSchedule(t, q, s)
+		is.True(mustSchedule(t, q, "s").NextRunAt.Equal(time.Date(2026, 1, 2, 11, 0, 0, 0, time.UTC))) // noon in Berlin
+
+		clock.Advance(8 * time.Hour)
+		is.Equal(mustFire(t, q), 1)
+		jobs := allJobs(t, q)
+		is.Equal(len(jobs), 1)
+		is.Equal(jobs[0].Queue, "b")
+		is.Equal(jobs[0].Kind, "k2")
+		is.Equal(string(jobs[0].Payload), "2")
+		is.Equal(jobs[0].Priority, 3)
+		is.Equal(jobs[0].MaxAttempts, 2)
+	})
+}
+
+// TestSetScheduleRefusesBadInput gives bad names, specs, zones and jobs:
+// each is a clear error, and the schedule stored before stays as it was.
+func TestSetScheduleRefusesBadInput(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		good := lite.Schedule{Name: "s", Spec: "@daily", Job: lite.NewJob{Queue: "q"}}
+		mustSetSchedule(t, q, good)
+		before := mustSchedule(t, q, "s")
+		for _, c := range []struct {
+			name string
+			s    lite.Schedule
+			want string
+		}{
+			{"an empty name", lite.Schedule{Spec: "@daily"}, "set schedule: the name is empty"},
+			{"a name with a control character", lite.Schedule{Name: "s\x1b", Spec: "@daily"}, "contains a control character"},
+			{"six fields", lite.Schedule{Name: "s", Spec: "0 0 0 * * *"}, `spec "0 0 0 * * *": expected exactly 5 fields`},
+			{"a minute out of range", lite.Schedule{Name: "s", Spec: "61 * * * *"}, `spec "61 * * * *"`},
+			{"an unknown descriptor", lite.Schedule{Name: "s", Spec: "@fortnightly"}, `spec "@fortnightly"`},
+			{"an empty spec", lite.Schedule{Name: "s"}, `spec ""`},
+			{"a zone in the spec", lite.Schedule{Name: "s", Spec: "CRON_TZ=Asia/Tokyo 0 0 * * *"}, "give the time zone as the schedule's zone"},
+			{"an unknown zone", lite.Schedule{Name: "s", Spec: "@daily", TimeZone: "Mars/Olympus"}, `time zone "Mars/Olympus"`},
+			{"the host's zone", lite.Schedule{Name: "s", Spec: "@daily", TimeZone: "Local"}, `time zone "Local" differs from host to host`},
+			{"a date that never comes", lite.Schedule{Name: "s", Spec: "0 0 30 2 *"}, "has no tick after"},
+			{"a job with a run time", lite.Schedule{Name: "s", Spec: "@daily", Job: lite.NewJob{Delay: time.Hour}}, "RunAt and Delay must be zero"},
+			{"a kind with a control character", lite.Schedule{Name: "s", Spec: "@daily", Job: lite.NewJob{Kind: "a\nb"}}, "contains a control character"},
+			{"negative max attempts", lite.Schedule{Name: "s", Spec: "@daily", Job: lite.NewJob{MaxAttempts: -1}}, "negative max attempts"},
+		} {
+			t.Run(c.name+" is refused", func(t *testing.T) {
+				is := is.New(t)
+				err := q.SetSchedule(t.Context(), c.s)
+				is.True(err != nil)
+				is.True(strings.Contains(err.Error(), c.want)) // the error says what is wrong
+				all, err := q.Schedules(t.Context())
+				is.NoErr(err)
+				is.Equal(all, []lite.Schedule{before}) // nothing stored changed
+			})
+		}
+	})
+}
+
+// TestScheduleUnknownName gives ErrNoSchedule for every change of a
+// schedule that is not there.
+func TestScheduleUnknownName(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		ctx := t.Context()
+		q, _ := e.mustOpen(t, newFakeClock())
+		is.True(errors.Is(q.RemoveSchedule(ctx, "nope"), lite.ErrNoSchedule))
+		is.True(errors.Is(q.PauseSchedule(ctx, "nope"), lite.ErrNoSchedule))
+		is.True(errors.Is(q.ResumeSchedule(ctx, "nope"), lite.ErrNoSchedule))
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@daily"})
+		is.NoErr(q.RemoveSchedule(ctx, "s"))
+		is.True(errors.Is(q.RemoveSchedule(ctx, "s"), lite.ErrNoSchedule))
+		all, err := q.Schedules(ctx)
+		is.NoErr(err)
+		is.Equal(len(all), 0)
+	})
+}
