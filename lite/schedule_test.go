@@ -1,6 +1,7 @@
 package lite_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -310,4 +311,28 @@ func TestScheduleUnknownName(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(len(all), 0)
 	})
+}
+
+// TestScheduleJSON writes a schedule as `lite schedule ls --json` prints
+// it and reads it back.
+func TestScheduleJSON(t *testing.T) {
+	is := is.New(t)
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	is.NoErr(err)
+	s := lite.Schedule{Name: "nightly", Spec: "0 3 * * *", TimeZone: "Europe/Berlin",
+		Job:       lite.NewJob{Queue: "q", Kind: "report", Payload: []byte(`{"a":1}`), Priority: 2, MaxAttempts: 3},
+		NextRunAt: time.Date(2026, 1, 3, 3, 0, 0, 0, berlin)}
+	b, err := json.Marshal(s)
+	is.NoErr(err)
+	is.Equal(string(b), `{"name":"nightly","spec":"0 3 * * *","time_zone":"Europe/Berlin","queue":"q","kind":"report",`+
+		`"payload":"{\"a\":1}","priority":2,"max_attempts":3,"paused":false,"next_run_at":"2026-01-03T02:00:00Z"}`) // UTC, no last run yet
+	var back lite.Schedule
+	is.NoErr(json.Unmarshal(b, &back))
+	s.NextRunAt = s.NextRunAt.UTC()
+	is.Equal(back, s)
+
+	s.Job.Payload = []byte{0xff}
+	b, err = json.Marshal(s)
+	is.NoErr(err)
+	is.True(strings.Contains(string(b), `"payload_base64":"/w=="`)) // bytes that are not UTF-8 go as base64
 }
