@@ -55,6 +55,8 @@ type CLI struct {
 	Schema  SchemaCmd  `cmd:"" help:"Print the SQL schema of a lite database."`
 	Bench   BenchCmd   `cmd:"" help:"Measure lite against the raw limits of SQLite on this machine, or of the PostgreSQL server --db names."`
 
+	Schedule ScheduleCmd `cmd:"" help:"Add, list, remove, pause and resume periodic jobs."`
+
 	BenchChild BenchChildCmd `cmd:"" name:"bench-child" hidden:""`
 	DemoJob    DemoJobCmd    `cmd:"" name:"demo-job" hidden:""`
 }
@@ -94,7 +96,7 @@ type exitRequest int
 
 // createsFile lists the commands that may make a new database; the others
 // refuse a missing file rather than create an empty one.
-var createsFile = map[string]bool{"enqueue": true, "work": true}
+var createsFile = map[string]bool{"enqueue": true, "work": true, "schedule add": true}
 
 // dbMapper reads a database flag: a file path is made absolute, as kong's
 // path type makes it, and a server URL is kept as it is, which the path
@@ -148,6 +150,18 @@ func checkDB(path string, mayCreate bool) error {
 // libpqKeywords finds the keywords of a libpq connection string.
 var libpqKeywords = regexp.MustCompile(`(^|[\s/])(host|hostaddr|port|dbname|user|password|sslmode|service)=`)
 
+// commandName is the chosen command without its arguments: "enqueue",
+// "schedule add".
+func commandName(kctx *kong.Context) string {
+	var words []string
+	for _, p := range kctx.Path {
+		if p.Command != nil {
+			words = append(words, p.Command.Name)
+		}
+	}
+	return strings.Join(words, " ")
+}
+
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.
 func Run(ctx context.Context, args []string, env Env) (err error) {
@@ -197,7 +211,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 	if err != nil {
 		return UsageError{err}
 	}
-	command, _, _ = strings.Cut(kctx.Command(), " ")
+	command = commandName(kctx)
 	err = kctx.Run()
 	if queue != nil {
 		err = errors.Join(err, queue.Close())
