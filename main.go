@@ -14,6 +14,10 @@ import (
 
 	"github.com/liteq/lite/cmd"
 	_ "github.com/liteq/lite/lite/pg" // --db postgres://…
+	// Schedules name IANA zones: the binary carries the zone database
+	// (about 400 KiB) so that they work where the system has none (Windows,
+	// minimal containers). The library leaves that choice to programs.
+	_ "time/tzdata"
 )
 
 //go:embed schema.sql
