@@ -65,7 +65,7 @@ where name = $3 and next_run_at = $2 and not paused`,
 func (q *Queue) fire(ctx context.Context, d dueSchedule, now time.Time) (bool, error) {
 	c, err := parseCadence(d.spec, d.zone)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("schedule %s: %w", d.name, err)
 	}
 	tick := time.UnixMilli(d.tick)
 	next := c.after(tick, now)
@@ -136,22 +136,23 @@ func (q *Queue) fireSchedules(ctx context.Context) (int, time.Time, error) {
 }
 
 // fireEach fires the schedules read as due, and wakes this process's
-// workers for the jobs it enqueued.
+// workers for the jobs it enqueued. A schedule that fails to fire (a busy
+// file, a zone this host's time zone database lacks) does not keep the
+// others from firing.
 func (q *Queue) fireEach(ctx context.Context, due []dueSchedule, now time.Time) (int, error) {
 	n := 0
-	defer func() {
-		if n > 0 {
-			q.notify()
-		}
-	}()
+	var errs []error
 	for _, d := range due {
 		fired, err := q.fire(ctx, d, now)
 		if err != nil {
-			return n, err
+			errs = append(errs, err)
 		}
 		if fired {
 			n++
 		}
 	}
-	return n, nil
+	if n > 0 {
+		q.notify()
+	}
+	return n, errors.Join(errs...)
 }

@@ -336,3 +336,26 @@ func TestScheduleJSON(t *testing.T) {
 	is.NoErr(err)
 	is.True(strings.Contains(string(b), `"payload_base64":"/w=="`)) // bytes that are not UTF-8 go as base64
 }
+
+// TestAScheduleThatCannotFireKeepsNoOtherFromFiring stores a schedule in
+// a zone this host cannot load (as a host without a time zone database
+// would find a good one): firing reports it, and the other schedules fire.
+func TestAScheduleThatCannotFireKeepsNoOtherFromFiring(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		mustSetSchedule(t, q, lite.Schedule{Name: "a", Spec: "@hourly", Job: lite.NewJob{Kind: "a"}})
+		mustSetSchedule(t, q, lite.Schedule{Name: "b", Spec: "@hourly", Job: lite.NewJob{Kind: "b"}})
+		_, err := q.DB().ExecContext(t.Context(), `update lite_schedules set time_zone = 'Mars/Olympus' where name = 'a'`)
+		is.NoErr(err)
+		clock.Advance(time.Hour)
+		n, err := q.FireSchedules(t.Context())
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), `schedule a: time zone "Mars/Olympus"`)) // names the schedule and why
+		is.Equal(n, 1)
+		jobs := allJobs(t, q)
+		is.Equal(len(jobs), 1)
+		is.Equal(jobs[0].Kind, "b")
+	})
+}

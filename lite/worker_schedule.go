@@ -13,6 +13,12 @@ import (
 // that does is seen this much later at worst.
 const scheduleRecheck = 100 * time.Millisecond
 
+// fireRetry is how soon a worker tries again after a fire failed: a busy
+// file has freed by then, and a schedule this host cannot compute (its
+// zone missing from the time zone database) is not retried in a tight
+// loop.
+const fireRetry = time.Second
+
 // startFiring runs the worker's firing loop on a goroutine of its own,
 // beside the leasing loop, so that a schedule fires on time even while
 // every slot is busy, until ctx ends or stop is called. Other processes'
@@ -73,9 +79,9 @@ func (w *Worker) fireLoop(ctx context.Context, commits <-chan struct{}, poll tim
 		wait := poll
 		switch {
 		case err != nil:
-			w.opts.Logger.Warn("lite: firing schedules failed; retrying", "err", err, "in", leaseRetry)
-			wait = leaseRetry
-		case !next.IsZero():
+			w.opts.Logger.Warn("lite: firing schedules failed; retrying", "err", err, "in", fireRetry)
+			wait = fireRetry
+		default:
 			wait = min(wait, w.untilTick(next))
 		}
 		timer.Reset(wait)
