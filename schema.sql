@@ -54,3 +54,8 @@ CREATE TABLE lite_workers (
     seen_at        integer not null,
     stale_after_ms integer not null
 ) strict;
+
+CREATE TABLE lite_retention (
+    state   text    primary key check (state in ('done', 'dead', 'cancelled')),
+    keep_ms integer check (keep_ms > 0)
+) strict;

@@ -270,14 +270,6 @@ func (q *Queue) migrate(ctx context.Context) error {
 		return classify(err)
 	}
 	defer c.Close()
-	if version == 0 {
-		// Only a file without tables takes it: one lite creates gives the
-		// space of deleted jobs back (Clean), and a user's file with tables
-		// of its own stays as it is until Vacuum converts it.
-		if _, err := c.ExecContext(ctx, "pragma auto_vacuum = incremental"); err != nil {
-			return fmt.Errorf("auto_vacuum: %w", classify(err))
-		}
-	}
 	for _, m := range ms[version:] {
 		if err := q.applyMigration(ctx, c, m); err != nil {
 			return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, classify(err))
