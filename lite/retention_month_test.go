@@ -27,17 +27,14 @@ const monthFileLimit = 2 << 20
 // A month of an edge box: a job every minute, a worker every ten, the
 // cleaner every hour, all on the fake clock. The file stays small, every
 // job runs exactly once, and none is deleted before its day is up. Under
-// the race detector it simulates five days, with -short three: still
+// the race detector and with -short it simulates three days: still
 // days past the retention, so the cleaner runs in its steady state.
 func TestAMonthOfMinutelyJobsKeepsTheFileSmallAndLosesNothing(t *testing.T) {
 	is := is.New(t)
 	ctx := t.Context()
 	days := 30
-	switch {
-	case testing.Short():
+	if testing.Short() || raceEnabled { // the race detector makes the month take minutes
 		days = 3
-	case raceEnabled: // the race detector makes the month take minutes
-		days = 5
 	}
 	clock := newFakeClock()
 	q := mustOpenOpts(t, filepath.Join(t.TempDir(), "month.db"), lite.Options{Now: clock.Now, Synchronous: lite.SyncNormal})
