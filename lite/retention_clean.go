@@ -9,11 +9,11 @@ import (
 // cleanBatch is how many jobs one delete transaction removes: small enough
 // that SQLite's write lock, which every other writer of the file waits
 // for, is held for milliseconds (see the README's measurements).
-const cleanBatch = 500
+const cleanBatch = 200
 
 // vacuumStep is how many free pages one incremental_vacuum gives back to
 // the file system, for the same reason: each step is a write transaction.
-const vacuumStep = 1000
+const vacuumStep = 500
 
 // cleanSQL deletes up to ?3 jobs of one finished state that finished at or
 // before ?2. The finished states are repeated literally so that the
@@ -38,8 +38,9 @@ type CleanReport struct {
 	Deleted int64
 	// Batches is how many delete transactions it took.
 	Batches int
-	// LongestBatch is the wall time of the slowest of them: how long
-	// other writers of a SQLite file waited for it at most.
+	// LongestBatch is the wall time of the slowest of its write
+	// transactions, delete batches and vacuum steps alike: about the
+	// longest that another writer of a SQLite file waited for it.
 	LongestBatch time.Duration
 	// FreedPages is how many pages of the SQLite file went back to the
 	// file system (incremental_vacuum); 0 on PostgreSQL, whose server
@@ -72,7 +73,7 @@ func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 		}
 	}
 	if q.engine == engineSQLite && rep.Deleted > 0 && ctx.Err() == nil {
-		freed, err := q.vacuumFreePages(ctx)
+		freed, err := q.vacuumFreePages(ctx, &rep)
 		rep.FreedPages = freed
 		if err != nil {
 			return rep, fmt.Errorf("clean: incremental vacuum: %w", err)
@@ -108,8 +109,9 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 
 // vacuumFreePages gives the file's free pages back, vacuumStep at a time,
 // if the file is in incremental auto-vacuum mode; a file in mode NONE keeps
-// them for its own reuse until `lite vacuum` converts it.
-func (q *Queue) vacuumFreePages(ctx context.Context) (int64, error) {
+// them for its own reuse until `lite vacuum` converts it. Each step counts
+// towards rep.LongestBatch.
+func (q *Queue) vacuumFreePages(ctx context.Context, rep *CleanReport) (int64, error) {
 	var mode int
 	if err := q.w.QueryRowContext(ctx, "pragma auto_vacuum").Scan(&mode); err != nil {
 		return 0, classify(err)
@@ -123,9 +125,11 @@ func (q *Queue) vacuumFreePages(ctx context.Context) (int64, error) {
 		if err != nil || before == 0 {
 			return freed, err
 		}
+		start := time.Now()
 		if _, err := q.w.ExecContext(ctx, fmt.Sprintf("pragma incremental_vacuum(%d)", vacuumStep)); err != nil {
 			return freed, classify(err)
 		}
+		rep.LongestBatch = max(rep.LongestBatch, time.Since(start))
 		after, err := q.freePages(ctx)
 		if err != nil {
 			return freed, err

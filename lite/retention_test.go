@@ -198,11 +198,11 @@ func TestCleanDeletesInBoundedBatches(t *testing.T) {
 		is := is.New(t)
 		clock := newFakeClock()
 		q, _ := e.mustOpen(t, clock)
-		finishMany(t, q, 1201, 10)
+		finishMany(t, q, 401, 10)
 		clock.Advance(lite.DefaultRetainDone)
 		rep := mustClean(t, q)
-		is.Equal(rep.Deleted, int64(1201))
-		is.Equal(rep.Batches, 3) // 500, 500 and 201: no transaction deletes more than 500
+		is.Equal(rep.Deleted, int64(401))
+		is.Equal(rep.Batches, 3) // 200, 200 and 1: no transaction deletes more than 200
 	})
 }
 
