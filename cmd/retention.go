@@ -98,8 +98,11 @@ func parseKeep(s string) (time.Duration, error) {
 		}
 		keep = d
 	}
-	if keep < time.Millisecond {
-		return 0, fmt.Errorf("%q is under a millisecond: give a positive duration, forever or default", s)
+	switch {
+	case keep <= 0:
+		return 0, fmt.Errorf("%q is not a positive duration: give one such as 36h or 7d, forever or default", s)
+	case keep < time.Millisecond:
+		return 0, fmt.Errorf("%q is under a millisecond, the finest time lite stores", s)
 	}
 	return keep, nil
 }
