@@ -71,3 +71,8 @@ CREATE TABLE lite_schedules (
     created_at   integer not null,
     updated_at   integer not null
 ) strict;
+
+CREATE TABLE lite_retention (
+    state   text    primary key check (state in ('done', 'dead', 'cancelled')),
+    keep_ms integer check (keep_ms > 0)
+) strict;

@@ -40,20 +40,22 @@ type Globals struct {
 type CLI struct {
 	Globals
 
-	Enqueue EnqueueCmd `cmd:"" help:"Add a job; print its id."`
-	Work    WorkCmd    `cmd:"" help:"Run COMMAND once per job: lite work [flags] -- COMMAND [ARGS...]."`
-	Ls      LsCmd      `cmd:"" help:"List jobs."`
-	Show    ShowCmd    `cmd:"" help:"Show every field of one job."`
-	Stats   StatsCmd   `cmd:"" help:"Count jobs per queue and state."`
-	Workers WorkersCmd `cmd:"" help:"List running workers, and ready jobs that none of them takes."`
-	Release ReleaseCmd `cmd:"" help:"Make a running job available again now, voiding its lease."`
-	Reclaim ReclaimCmd `cmd:"" help:"Take back running jobs whose heartbeat lapsed."`
-	Retry   RetryCmd   `cmd:"" help:"Make a dead or cancelled job available again."`
-	Cancel  CancelCmd  `cmd:"" help:"Cancel an available or running job."`
-	Purge   PurgeCmd   `cmd:"" help:"Delete finished jobs older than a duration."`
-	Demo    DemoCmd    `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
-	Schema  SchemaCmd  `cmd:"" help:"Print the SQL schema of a lite database."`
-	Bench   BenchCmd   `cmd:"" help:"Measure lite against the raw limits of SQLite on this machine, or of the PostgreSQL server --db names."`
+	Enqueue   EnqueueCmd   `cmd:"" help:"Add a job; print its id."`
+	Work      WorkCmd      `cmd:"" help:"Run COMMAND once per job: lite work [flags] -- COMMAND [ARGS...]."`
+	Ls        LsCmd        `cmd:"" help:"List jobs."`
+	Show      ShowCmd      `cmd:"" help:"Show every field of one job."`
+	Stats     StatsCmd     `cmd:"" help:"Count jobs per queue and state."`
+	Workers   WorkersCmd   `cmd:"" help:"List running workers, and ready jobs that none of them takes."`
+	Release   ReleaseCmd   `cmd:"" help:"Make a running job available again now, voiding its lease."`
+	Reclaim   ReclaimCmd   `cmd:"" help:"Take back running jobs whose heartbeat lapsed."`
+	Retry     RetryCmd     `cmd:"" help:"Make a dead or cancelled job available again."`
+	Cancel    CancelCmd    `cmd:"" help:"Cancel an available or running job."`
+	Purge     PurgeCmd     `cmd:"" help:"Delete finished jobs older than a duration."`
+	Retention RetentionCmd `cmd:"" help:"Show or set how long finished jobs are kept: lite retention --done 24h --dead 7d --cancelled forever."`
+	Vacuum    VacuumCmd    `cmd:"" help:"Compact the file (SQLite: and switch it to incremental auto-vacuum; it rewrites the file, holding the write lock throughout)."`
+	Demo      DemoCmd      `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
+	Schema    SchemaCmd    `cmd:"" help:"Print the SQL schema of a lite database."`
+	Bench     BenchCmd     `cmd:"" help:"Measure lite against the raw limits of SQLite on this machine, or of the PostgreSQL server --db names."`
 
 	Schedule ScheduleCmd `cmd:"" help:"Add, list, remove, pause and resume periodic jobs."`
 

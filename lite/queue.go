@@ -356,8 +356,9 @@ func createIfMissing(ctx context.Context, path string, opts Options) error {
 	return err
 }
 
-// initialize puts a new file in WAL mode with lite's schema, then closes
-// it: the last connection's close checkpoints the WAL and removes it.
+// initialize puts a new file in incremental auto-vacuum and WAL mode with
+// lite's schema, then closes it: the last connection's close checkpoints
+// the WAL and removes it.
 func initialize(ctx context.Context, path string, opts Options) error {
 	db, err := sql.Open("sqlite", dsn(path, opts, false))
 	if err != nil {
@@ -365,8 +366,14 @@ func initialize(ctx context.Context, path string, opts Options) error {
 	}
 	db.SetMaxOpenConns(1)
 	q := &Queue{opts: opts, w: db}
+	// First of all: a file takes it only while nothing, not even the
+	// switch to WAL, has written its first page. Clean then gives the
+	// space of deleted jobs back to the file system.
+	_, err = db.ExecContext(ctx, "pragma auto_vacuum = incremental")
 	var mode string
-	err = db.QueryRowContext(ctx, "pragma journal_mode = wal").Scan(&mode)
+	if err == nil {
+		err = db.QueryRowContext(ctx, "pragma journal_mode = wal").Scan(&mode)
+	}
 	if err == nil && mode != "wal" {
 		err = fmt.Errorf("journal mode: got %q, want wal", mode)
 	}

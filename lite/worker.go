@@ -197,6 +197,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopReclaims := w.every(background, w.opts.ReclaimInterval, w.reclaimLogged)
 	stopAcks := w.startAcks()
 	stopAnnouncing := w.startAnnouncing(background)
+	stopCleaning := w.startCleaning(background)
 
 	// Other processes' commits: reported by the WAL watch or the server's
 	// notifications where there are some (the poll is then a slow safety
@@ -214,6 +215,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.loop(ctx, handlerCtx, watcher, commits, poll)
 	stopFiring()
 	stopReclaims()
+	stopCleaning()
 	w.shutdown(stopHandlers)
 	stopAnnouncing()
 	stopAcks()

@@ -38,6 +38,15 @@ type WorkerOptions struct {
 	// and where those work it polls only as a safety net, at most once a
 	// second. Default 5ms.
 	PollInterval time.Duration
+	// CleanInterval is about how often the worker deletes finished jobs
+	// past the database's Retention and gives their space back (Clean);
+	// each run is jittered, and the first comes a few seconds after Run
+	// starts, so that workers started together do not clean together.
+	// Default DefaultCleanInterval.
+	CleanInterval time.Duration
+	// NoCleaning turns the worker's cleaning off, for programs that purge
+	// or call Clean themselves.
+	NoCleaning bool
 	// Timeout bounds each handler run; KindTimeouts overrides it per
 	// kind. Zero means no timeout.
 	Timeout      time.Duration
@@ -69,11 +78,12 @@ const (
 	DefaultHeartbeatInterval = 5 * time.Second
 	DefaultPollInterval      = 5 * time.Millisecond
 	DefaultShutdownGrace     = 10 * time.Second
+	DefaultCleanInterval     = time.Minute
 )
 
 func (o WorkerOptions) withDefaults(q *Queue) (WorkerOptions, error) {
 	if o.Concurrency < 0 || o.HeartbeatInterval < 0 || o.StaleAfter < 0 || o.ReclaimInterval < 0 ||
-		o.PollInterval < 0 || o.Timeout < 0 || o.ShutdownGrace < 0 {
+		o.PollInterval < 0 || o.Timeout < 0 || o.ShutdownGrace < 0 || o.CleanInterval < 0 {
 		return o, errors.New("worker options: negative value")
 	}
 	for kind, d := range o.KindTimeouts {
@@ -108,6 +118,9 @@ func (o WorkerOptions) withDefaults(q *Queue) (WorkerOptions, error) {
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval
+	}
+	if o.CleanInterval == 0 {
+		o.CleanInterval = DefaultCleanInterval
 	}
 	if o.ShutdownGrace == 0 {
 		o.ShutdownGrace = DefaultShutdownGrace

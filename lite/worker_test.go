@@ -112,6 +112,9 @@ func testWorker(t *testing.T, q *lite.Queue, opts lite.WorkerOptions) (*lite.Wor
 	}
 	opts.OnEvent = ev.record
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	// Its real-time cadence would delete finished jobs that a test moved
+	// past their retention with the fake clock, at moments no test picks.
+	opts.NoCleaning = true
 	w, err := lite.NewWorker(q, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+func TestRetentionShowsAndSetsTheFilesPolicy(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		mustLite(t, db, "", "enqueue", "x")
+		is.Equal(mustLite(t, db, "", "retention"), "done       1d\ncancelled  1d\ndead       7d\n") // the defaults
+		set := "done       36h\ncancelled  forever\ndead       30d\n"
+		is.Equal(mustLite(t, db, "", "retention", "--done", "36h", "--dead", "30d", "--cancelled", "forever"), set)
+		is.Equal(mustLite(t, db, "", "retention", "--done", "36h"), set) // a flag not given keeps its value
+		is.Equal(liteJSON(t, db, "", "retention"), map[string]any{"done_ms": 129600000.0, "cancelled_ms": nil, "dead_ms": 2592000000.0})
+
+		for _, args := range [][]string{
+			{"--done", "0d"},
+			{"--dead", "nope"},
+			{"--done=-5h"},
+			{"--done", "1h", "--dead", "7 days"}, // the good flag is not stored either
+			{"--cancelled", "500us"},
+		} {
+			t.Run(strings.Join(args, " ")+" is refused and changes nothing", func(t *testing.T) {
+				is := is.New(t)
+				r := runLite(t, db, "", append([]string{"retention"}, args...)...)
+				is.Equal(r.code, 2)
+				is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
+				is.True(strings.HasPrefix(r.stderr, "lite: retention: --"))
+				is.Equal(r.stdout, "")
+				is.Equal(mustLite(t, db, "", "retention"), set)
+			})
+		}
+		is.Equal(mustLite(t, db, "", "retention", "--done", "default", "--cancelled", "default", "--dead", "default"),
+			"done       1d\ncancelled  1d\ndead       7d\n")
+	})
+}
+
+func TestVacuumPrintsTheSizeBeforeAndAfter(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		mustLite(t, db, "", "enqueue", "x")
+		out := mustLite(t, db, "", "vacuum")
+		what := `the file`
+		if e.name == "postgres" {
+			what = `lite_jobs \(PostgreSQL keeps the space for its own reuse\)`
+		}
+		is.True(regexp.MustCompile(`^vacuumed ` + what + `: [0-9.]+ [KMG]?i?B before, [0-9.]+ [KMG]?i?B after\n$`).MatchString(out))
+		sizes := liteJSON(t, db, "", "vacuum").(map[string]any)
+		is.True(sizes["before"].(float64) > 0)
+		is.True(sizes["after"].(float64) > 0)
+		is.Equal(len(listJobs(t, db)), 1) // the job is kept
+	})
+}

@@ -1,0 +1,130 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/liteq/lite/lite"
+)
+
+// RetentionCmd shows or sets how long finished jobs are kept.
+type RetentionCmd struct {
+	Done      string `help:"Keep done jobs this long: 36h, 7d, forever, or default."`
+	Cancelled string `help:"Keep cancelled jobs this long: 36h, 7d, forever, or default."`
+	Dead      string `help:"Keep dead jobs this long: 36h, 7d, forever, or default."`
+}
+
+// Run sets the states given, keeping the others as the database has them,
+// then prints the policy (--json: {"done_ms": N, ...}, null for forever).
+func (c *RetentionCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+	flags := []struct {
+		state lite.State
+		value string
+	}{{lite.StateDone, c.Done}, {lite.StateCancelled, c.Cancelled}, {lite.StateDead, c.Dead}}
+	// Every flag is read before anything is stored: a bad one changes
+	// nothing.
+	keeps := map[lite.State]time.Duration{}
+	for _, f := range flags {
+		if f.value == "" {
+			continue
+		}
+		keep, err := parseKeep(f.value)
+		if err != nil {
+			return usagef("retention: --%s %s", f.state, err)
+		}
+		keeps[f.state] = keep
+	}
+	r, err := q.Retention(ctx)
+	if err != nil {
+		return err
+	}
+	if len(keeps) > 0 {
+		for state, keep := range keeps {
+			*field(&r, state) = keep
+		}
+		if err := q.SetRetention(ctx, r); err != nil {
+			return err
+		}
+		if r, err = q.Retention(ctx); err != nil {
+			return err
+		}
+	}
+	if g.JSON {
+		return writeJSON(env.Stdout, struct {
+			Done      *int64 `json:"done_ms"`
+			Cancelled *int64 `json:"cancelled_ms"`
+			Dead      *int64 `json:"dead_ms"`
+		}{millis(r.Done), millis(r.Cancelled), millis(r.Dead)})
+	}
+	_, err = fmt.Fprintf(env.Stdout, "done       %s\ncancelled  %s\ndead       %s\n",
+		formatKeep(r.Done), formatKeep(r.Cancelled), formatKeep(r.Dead))
+	return err
+}
+
+func field(r *lite.Retention, state lite.State) *time.Duration {
+	switch state {
+	case lite.StateDone:
+		return &r.Done
+	case lite.StateCancelled:
+		return &r.Cancelled
+	default:
+		return &r.Dead
+	}
+}
+
+// parseKeep reads a retention: "forever", "default" (zero: the library's
+// default), a whole number of days ("7d"), or a Go duration ("36h").
+func parseKeep(s string) (time.Duration, error) {
+	switch s {
+	case "forever":
+		return lite.KeepForever, nil
+	case "default":
+		return 0, nil
+	}
+	var keep time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n <= 0 || n > int64(lite.KeepForever/(24*time.Hour))-1 {
+			return 0, fmt.Errorf("%q is not a whole number of days (such as 7d)", s)
+		}
+		keep = time.Duration(n) * 24 * time.Hour
+	} else {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration (such as 36h or 7d), forever or default", s)
+		}
+		keep = d
+	}
+	switch {
+	case keep <= 0:
+		return 0, fmt.Errorf("%q is not a positive duration: give one such as 36h or 7d, forever or default", s)
+	case keep < time.Millisecond:
+		return 0, fmt.Errorf("%q is under a millisecond, the finest time lite stores", s)
+	}
+	return keep, nil
+}
+
+// formatKeep writes whole days as days, as the flags take them.
+func formatKeep(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == lite.KeepForever:
+		return "forever"
+	case d%day == 0:
+		return fmt.Sprintf("%dd", d/day)
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return d.String()
+}
+
+func millis(d time.Duration) *int64 {
+	if d == lite.KeepForever {
+		return nil
+	}
+	ms := d.Milliseconds()
+	return &ms
+}

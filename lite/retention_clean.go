@@ -1,0 +1,154 @@
+package lite
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// cleanBatch is how many jobs one delete transaction removes: small enough
+// that SQLite's write lock, which every other writer of the file waits
+// for, is held for milliseconds (see the README's measurements).
+const cleanBatch = 200
+
+// vacuumStep is how many free pages one incremental_vacuum gives back to
+// the file system, for the same reason: each step is a write transaction.
+const vacuumStep = 500
+
+// cleanSQL deletes up to ?3 jobs of one finished state that finished at or
+// before ?2. The finished states are repeated literally so that the
+// partial index on finished jobs serves the walk by finished_at; on
+// PostgreSQL the rows are locked and skipped if locked, so two hosts
+// cleaning at once take different batches.
+var cleanSQL = stmt{
+	sqlite: `delete from lite_jobs where id in (
+  select id from lite_jobs
+  where state in ('done', 'dead', 'cancelled') and state = ?1 and finished_at <= ?2
+  limit ?3)`,
+	postgres: `delete from lite_jobs where id = any(array(
+  select id from lite_jobs
+  where state in ('done', 'dead', 'cancelled') and state = $1 and finished_at <= $2
+  limit $3 for update skip locked))`,
+}
+
+// CleanReport is what one Clean did.
+type CleanReport struct {
+	// Deleted is how many finished jobs were past their retention and
+	// deleted.
+	Deleted int64
+	// Batches is how many delete transactions it took.
+	Batches int
+	// LongestBatch is the wall time of the slowest of its write
+	// transactions, delete batches and vacuum steps alike: about the
+	// longest that another writer of a SQLite file waited for it.
+	LongestBatch time.Duration
+	// FreedPages is how many pages of the SQLite file went back to the
+	// file system (incremental_vacuum); 0 on PostgreSQL, whose server
+	// reuses the space itself (autovacuum).
+	FreedPages int64
+}
+
+// Clean deletes the finished jobs that are past the database's Retention,
+// as of Options.Now, in batches of a few hundred, each its own short
+// transaction; then, on a SQLite file created with auto_vacuum =
+// INCREMENTAL (every file lite creates; see Vacuum for older ones), it
+// gives the freed pages back to the file system, in bounded steps too.
+// Running workers call it about once a minute (WorkerOptions.CleanInterval);
+// call it yourself if you turn theirs off. Deletes are idempotent, so
+// processes cleaning at once only share the work. If ctx ends, Clean stops
+// after the batch in progress and reports what it did.
+func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
+	var rep CleanReport
+	r, err := q.retention(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("clean: %w", err)
+	}
+	now := q.nowMillis()
+	for _, s := range r.states() {
+		if s.keep == KeepForever {
+			continue
+		}
+		if err := q.cleanState(ctx, s.state, now-s.keep.Milliseconds(), &rep); err != nil {
+			return rep, fmt.Errorf("clean %s jobs: %w", s.state, err)
+		}
+	}
+	if q.engine == engineSQLite && rep.Deleted > 0 && ctx.Err() == nil {
+		freed, err := q.vacuumFreePages(ctx, &rep)
+		rep.FreedPages = freed
+		if err != nil {
+			return rep, fmt.Errorf("clean: incremental vacuum: %w", err)
+		}
+	}
+	return rep, nil
+}
+
+// cleanState deletes state's jobs that finished at or before cutoff (unix
+// milliseconds), a batch at a time, until a batch comes back short.
+func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *CleanReport) error {
+	for ctx.Err() == nil {
+		start := time.Now()
+		res, err := q.writer().ExecContext(ctx, q.sql(cleanSQL), state, cutoff, cleanBatch)
+		if err != nil {
+			return classify(err)
+		}
+		rep.LongestBatch = max(rep.LongestBatch, time.Since(start))
+		n, err := res.RowsAffected()
+		if err != nil {
+			return classify(err)
+		}
+		if n > 0 {
+			rep.Batches++
+			rep.Deleted += n
+		}
+		if n < cleanBatch {
+			return nil
+		}
+	}
+	return nil
+}
+
+// vacuumFreePages gives the file's free pages back, vacuumStep at a time,
+// if the file is in incremental auto-vacuum mode; a file in mode NONE keeps
+// them for its own reuse until `lite vacuum` converts it. Each step counts
+// towards rep.LongestBatch.
+func (q *Queue) vacuumFreePages(ctx context.Context, rep *CleanReport) (int64, error) {
+	var mode int
+	if err := q.w.QueryRowContext(ctx, "pragma auto_vacuum").Scan(&mode); err != nil {
+		return 0, classify(err)
+	}
+	if mode != autoVacuumIncremental {
+		return 0, nil
+	}
+	var freed int64
+	for ctx.Err() == nil {
+		before, err := q.freePages(ctx)
+		if err != nil || before == 0 {
+			return freed, err
+		}
+		start := time.Now()
+		if _, err := q.w.ExecContext(ctx, fmt.Sprintf("pragma incremental_vacuum(%d)", vacuumStep)); err != nil {
+			return freed, classify(err)
+		}
+		rep.LongestBatch = max(rep.LongestBatch, time.Since(start))
+		after, err := q.freePages(ctx)
+		if err != nil {
+			return freed, err
+		}
+		if after >= before {
+			return freed, nil // another process's writes took the pages first
+		}
+		freed += before - after
+	}
+	return freed, nil
+}
+
+// autoVacuumIncremental is PRAGMA auto_vacuum's number for INCREMENTAL.
+const autoVacuumIncremental = 2
+
+func (q *Queue) freePages(ctx context.Context) (int64, error) {
+	var n int64
+	if err := q.w.QueryRowContext(ctx, "pragma freelist_count").Scan(&n); err != nil {
+		return 0, classify(err)
+	}
+	return n, nil
+}
