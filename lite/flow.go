@@ -49,9 +49,10 @@ func (l Limits) check() error {
 // window has no starts left. now is the number of the statement's
 // parameter for the current time.
 //
-// The rate is a fixed window that opens at the first start after the
-// last one ended (lite_queues_count_start in the migrations counts the
-// starts). It is chosen over a token bucket because its state is two
+// The rate is counted in fixed windows laid end to end from the queue's
+// first start (lite_queues_count_start in the migrations counts the
+// starts, and a change of rate starts the windows afresh). Fixed windows
+// are chosen over a token bucket because its state is two
 // integers that every engine updates exactly in the lease's own
 // statement, with no fractional tokens, and a window starts exactly Rate
 // jobs, which tests can pin; its cost is a burst of up to twice Rate
@@ -134,7 +135,8 @@ on conflict (queue) do update set paused = excluded.paused`,
 	}
 	setLimitsSQL = stmt{
 		sqlite: `insert into lite_queues (queue, max_running, rate, rate_per_ms) values (?1, ?2, ?3, ?4)
-on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms`,
+on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
+    window_start = case when (rate, rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then window_start else 0 end`,
 		postgres: `insert into lite_queues (queue, max_running, rate, rate_per_ms) values ($1, $2, $3, $4)
 on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms`,
 	}

@@ -14,12 +14,15 @@ create table lite_queues (
 );
 
 -- Every lease path counts its starts here, in the transaction that
--- leases: a lease is the only change from available to running.
+-- leases: a lease is the only change from available to running. Windows
+-- are laid end to end from the queue's first start, as on SQLite.
 create function lite_queues_count_start() returns trigger
 language plpgsql as $$
 begin
     update lite_queues set
-        window_start  = case when new.leased_at >= window_start + rate_per_ms then new.leased_at else window_start end,
+        window_start  = case when new.leased_at < window_start + rate_per_ms then window_start
+                             when window_start = 0 then new.leased_at
+                             else new.leased_at - (new.leased_at - window_start) % rate_per_ms end,
         window_starts = case when new.leased_at >= window_start + rate_per_ms then 1 else window_starts + 1 end
     where queue = new.queue and rate > 0;
     return null;
