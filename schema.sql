@@ -55,6 +55,27 @@ CREATE TABLE lite_workers (
     stale_after_ms integer not null
 ) strict;
 
+CREATE TABLE lite_queues (
+    queue         text    primary key,
+    paused        integer not null default 0 check (paused in (0, 1)),
+    max_running   integer not null default 0 check (max_running >= 0),
+    rate          integer not null default 0 check (rate >= 0),
+    rate_per_ms   integer not null default 0 check (rate_per_ms >= 0),
+    window_start  integer not null default 0,
+    window_starts integer not null default 0
+) strict;
+
+CREATE TRIGGER lite_queues_count_start after update of state on lite_jobs
+    when new.state = 'running' and old.state = 'available'
+begin
+    update lite_queues set
+        window_start  = case when new.leased_at < window_start + rate_per_ms then window_start
+                             when window_start = 0 then new.leased_at
+                             else new.leased_at - (new.leased_at - window_start) % rate_per_ms end,
+        window_starts = case when new.leased_at >= window_start + rate_per_ms then 1 else window_starts + 1 end
+    where queue = new.queue and rate > 0;
+end;
+
 CREATE TABLE lite_schedules (
     name         text    primary key,
     spec         text    not null,

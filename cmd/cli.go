@@ -51,6 +51,9 @@ type CLI struct {
 	Retry     RetryCmd     `cmd:"" help:"Make a dead or cancelled job available again."`
 	Cancel    CancelCmd    `cmd:"" help:"Cancel an available or running job."`
 	Purge     PurgeCmd     `cmd:"" help:"Delete finished jobs older than a duration."`
+	Pause     PauseCmd     `cmd:"" help:"Stop a queue's jobs from starting, in every process; running ones finish."`
+	Resume    ResumeCmd    `cmd:"" help:"Let a paused queue's jobs start again."`
+	Limit     LimitCmd     `cmd:"" help:"Cap a queue's running jobs and starts per period across every process."`
 	Retention RetentionCmd `cmd:"" help:"Show or set how long finished jobs are kept: lite retention --done 24h --dead 7d --cancelled forever."`
 	Vacuum    VacuumCmd    `cmd:"" help:"Compact the file (SQLite: and switch it to incremental auto-vacuum; it rewrites the file, holding the write lock throughout)."`
 	Demo      DemoCmd      `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
@@ -98,7 +101,7 @@ type exitRequest int
 
 // createsFile lists the commands that may make a new database; the others
 // refuse a missing file rather than create an empty one.
-var createsFile = map[string]bool{"enqueue": true, "work": true, "schedule add": true}
+var createsFile = map[string]bool{"enqueue": true, "work": true, "schedule add": true, "pause": true, "limit": true}
 
 // dbMapper reads a database flag: a file path is made absolute, as kong's
 // path type makes it, and a server URL is kept as it is, which the path

@@ -29,18 +29,32 @@ func (c *StatsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) 
 	for _, st := range lite.States {
 		fmt.Fprintf(tw, "\t%s", st)
 	}
-	fmt.Fprintln(tw, "\toldest ready")
+	fmt.Fprintln(tw, "\toldest ready\tflow")
 	for _, s := range stats {
 		fmt.Fprint(tw, safe(s.Queue))
 		for _, st := range lite.States {
 			fmt.Fprintf(tw, "\t%d", s.Counts[st])
 		}
-		fmt.Fprintf(tw, "\t%s\n", s.OldestReady)
+		fmt.Fprintf(tw, "\t%s\t%s\n", s.OldestReady, describeFlow(s))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	return noteUnhandled(ctx, env, q)
+}
+
+// describeFlow words a queue's pause and limits for the stats table.
+func describeFlow(s lite.QueueStats) string {
+	limits := describeLimits(s.Limits)
+	switch {
+	case s.Paused && s.Limits == lite.Limits{}:
+		return "paused"
+	case s.Paused:
+		return "paused, " + limits
+	case s.Limits == lite.Limits{}:
+		return "-"
+	}
+	return limits
 }
 
 // noteUnhandled adds a line when ready jobs wait that no running worker

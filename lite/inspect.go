@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -85,6 +87,12 @@ type QueueStats struct {
 	// OldestReady is how long the oldest available job whose run_at has
 	// come has been waiting; zero when none waits.
 	OldestReady time.Duration
+	// Paused says that no job of the queue starts until it is resumed
+	// (see Queue.Pause).
+	Paused bool
+	// Limits are the queue's limits across processes (see
+	// Queue.SetLimits); zero fields are no limit.
+	Limits Limits
 }
 
 var statsSQL = stmt{
@@ -96,8 +104,35 @@ from lite_jobs group by queue, state order by queue`,
 from lite_jobs group by queue, state order by queue`,
 }
 
-// Stats counts jobs per queue and state, in queue order.
+// Stats counts jobs per queue and state, in queue order, with each
+// queue's pause and limits. A queue with settings but no jobs is listed
+// too, with no counts.
 func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
+	stats, err := q.jobStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	flows, err := q.queueFlows(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("stats: %w", err)
+	}
+	for i := range stats {
+		if f, ok := flows[stats[i].Queue]; ok {
+			stats[i].Paused, stats[i].Limits = f.paused, f.limits
+			delete(flows, stats[i].Queue)
+		}
+	}
+	for queue, f := range flows {
+		stats = append(stats, QueueStats{Queue: queue, Counts: map[State]int64{}, Paused: f.paused, Limits: f.limits})
+	}
+	// Both lists are in queue order, and so is a bytewise sort: the text
+	// order of both engines (PostgreSQL's queue column collates "C").
+	slices.SortFunc(stats, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	return stats, nil
+}
+
+// jobStats counts jobs per queue and state, in queue order.
+func (q *Queue) jobStats(ctx context.Context) ([]QueueStats, error) {
 	now := q.nowMillis()
 	rows, err := q.r.QueryContext(ctx, q.sql(statsSQL), now)
 	if err != nil {

@@ -139,23 +139,30 @@ type queueStatsJSON struct {
 	Queue         string          `json:"queue"`
 	Counts        map[State]int64 `json:"counts"`
 	OldestReadyMS int64           `json:"oldest_ready_ms"`
+	Paused        bool            `json:"paused"`
+	MaxRunning    int             `json:"max_running,omitempty"`
+	Rate          int             `json:"rate,omitempty"`
+	RatePerMS     int64           `json:"rate_per_ms,omitempty"`
 }
 
 // MarshalJSON writes the stats as `lite stats --json` prints them:
 //
 //	{"queue": "mail",
 //	 "counts": {"available": 3, "cancelled": 0, "dead": 1, "done": 5, "running": 1},
-//	 "oldest_ready_ms": 90000}
+//	 "oldest_ready_ms": 90000, "paused": false, "max_running": 3,
+//	 "rate": 50, "rate_per_ms": 1000}
 //
 // counts names every state, zero or not, so a reader need not know the
 // states to show them; oldest_ready_ms is OldestReady in whole
-// milliseconds.
+// milliseconds; max_running, rate and rate_per_ms (Limits.Per in whole
+// milliseconds) are left out when there is no such limit.
 func (s QueueStats) MarshalJSON() ([]byte, error) {
 	counts := make(map[State]int64, len(States))
 	for _, st := range States {
 		counts[st] = s.Counts[st]
 	}
-	return json.Marshal(queueStatsJSON{Queue: s.Queue, Counts: counts, OldestReadyMS: s.OldestReady.Milliseconds()})
+	return json.Marshal(queueStatsJSON{Queue: s.Queue, Counts: counts, OldestReadyMS: s.OldestReady.Milliseconds(),
+		Paused: s.Paused, MaxRunning: s.Limits.MaxRunning, Rate: s.Limits.Rate, RatePerMS: s.Limits.Per.Milliseconds()})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes. Counts keeps the
@@ -172,6 +179,7 @@ func (s *QueueStats) UnmarshalJSON(b []byte) error {
 			counts[st] = n
 		}
 	}
-	*s = QueueStats{Queue: in.Queue, Counts: counts, OldestReady: time.Duration(in.OldestReadyMS) * time.Millisecond}
+	*s = QueueStats{Queue: in.Queue, Counts: counts, OldestReady: time.Duration(in.OldestReadyMS) * time.Millisecond,
+		Paused: in.Paused, Limits: Limits{MaxRunning: in.MaxRunning, Rate: in.Rate, Per: time.Duration(in.RatePerMS) * time.Millisecond}}
 	return nil
 }

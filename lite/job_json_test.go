@@ -239,8 +239,26 @@ func TestQueueStatsJSON(t *testing.T) {
     "done": 5,
     "running": 0
   },
-  "oldest_ready_ms": 90001
+  "oldest_ready_ms": 90001,
+  "paused": false
 }`)
+	})
+
+	t.Run("pause and limits are written, and a limit that is not set is left out", func(t *testing.T) {
+		is := is.New(t)
+		limited := s
+		limited.Paused, limited.Limits = true, lite.Limits{Rate: 50, Per: time.Second}
+		var fields map[string]any
+		is.NoErr(json.Unmarshal([]byte(indented(t, limited)), &fields))
+		is.Equal(fields["paused"], true)
+		is.Equal(fields["rate"], 50.0)
+		is.Equal(fields["rate_per_ms"], 1000.0)
+		_, ok := fields["max_running"]
+		is.True(!ok) // why: zero is no limit, and reads better absent
+		var back lite.QueueStats
+		is.NoErr(json.Unmarshal([]byte(indented(t, limited)), &back))
+		is.Equal(back.Paused, true)
+		is.Equal(back.Limits, limited.Limits)
 	})
 
 	t.Run("stats read back as they were, to the millisecond", func(t *testing.T) {

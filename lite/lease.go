@@ -66,62 +66,85 @@ func filterFor(queues []string) queueFilter {
 
 // leaseSet makes a job running under a fresh lease: a new generation, a
 // new token, an attempt counted. Its parameters are locked_by, leased_at,
-// heartbeat_at and stale_after_ms, first in every statement that uses it.
-// Every lease statement shares it, so that a lease by id is the same lease
-// as one a worker's loop takes.
+// heartbeat_at and stale_after_ms, first in every statement that uses it;
+// leased_at is also the now that lite_flow reads. Every lease statement
+// shares it, so that a lease by id is the same lease as one a worker's
+// loop takes.
 var leaseSet = stmt{
 	sqlite: `state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = ` + uuidV4SQL + `, locked_by = ?, leased_at = ?, heartbeat_at = ?, stale_after_ms = ?`,
+    lease_token = ` + uuidV4SQL + `, locked_by = ?1, leased_at = ?2, heartbeat_at = ?3, stale_after_ms = ?4`,
 	postgres: `state = 'running', generation = generation + 1, attempts = attempts + 1,
     lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4`,
 }
 
+// leaseFlow is lite_flow for a lease: its now is leased_at.
+var leaseFlow = flowCTE(2)
+
 // leaseSQL claims up to N available jobs in one statement. The filters vary
 // with the request, so there are six texts, each prepared once.
 //
-// On PostgreSQL, hosts lease at once: the subquery locks the rows it picks
+// Flow control sits inside the statement: the walk skips the queues that
+// may start nothing now (paused, full, out of starts), and of the jobs it
+// picks each queue keeps as many as it may start, in lease order. On a
+// file with no settings lite_flow is empty and both checks pass at once.
+//
+// On PostgreSQL, hosts lease at once: the walk locks the rows it picks
 // and skips those another lease has locked, so that leases never wait for
 // one another, and the update checks the state again, on the row as the
-// lock found it. The subquery sits in array(...) so that it runs once: as
+// lock found it. The walk sits in array(...) so that it runs once: as
 // the join that "id in (...)" becomes, the planner may run it again for
 // each row, and every rerun skips the rows the update has just taken and
 // picks others, claiming more than the limit.
 func leaseSQL(queues queueFilter, byKind bool) stmt {
-	// PostgreSQL numbers its parameters: the filters' follow the five
-	// fixed ones, and the limit comes last.
+	// Both dialects number their parameters: the filters' follow the
+	// five fixed ones, and the limit comes last.
 	n := 6
-	param := func() string {
-		n++
-		return "$" + strconv.Itoa(n-1)
-	}
 	var filter, pgFilter string
+	param := func() (string, string) {
+		n++
+		return "?" + strconv.Itoa(n-1), "$" + strconv.Itoa(n-1)
+	}
 	switch queues {
 	case oneQueue:
-		filter = " and queue = ?"
-		pgFilter = " and queue = " + param()
+		s, p := param()
+		filter = " and queue = " + s
+		pgFilter = " and queue = " + p
 	case someQueues:
-		filter = " and queue in (select value from json_each(?))"
-		pgFilter = " and queue in (select jsonb_array_elements_text(" + param() + "::jsonb))"
+		s, p := param()
+		filter = " and queue in (select value from json_each(" + s + "))"
+		pgFilter = " and queue in (select jsonb_array_elements_text(" + p + "::jsonb))"
 	}
 	if byKind {
-		filter += " and kind in (select value from json_each(?))"
-		pgFilter += " and kind in (select jsonb_array_elements_text(" + param() + "::jsonb))"
+		s, p := param()
+		filter += " and kind in (select value from json_each(" + s + "))"
+		pgFilter += " and kind in (select jsonb_array_elements_text(" + p + "::jsonb))"
 	}
+	limit, pgLimit := param()
 	return stmt{
-		sqlite: `update lite_jobs set ` + leaseSet.sqlite + `
+		sqlite: `with ` + leaseFlow.sqlite + `
+update lite_jobs set ` + leaseSet.sqlite + `
 where id in (
-    select id from lite_jobs
-    where state = 'available' and run_at <= ?` + filter + `
-    order by priority desc, run_at, id
-    limit ?)
+    select id from (
+        select id, queue, row_number() over (partition by queue order by priority desc, run_at, id) as nth
+        from (select id, queue, priority, run_at from lite_jobs
+            where state = 'available' and run_at <= ?5` + filter + `
+              and queue not in (select queue from lite_flow where n <= 0)
+            order by priority desc, run_at, id
+            limit ` + limit + `)) as c
+    where nth <= coalesce((select n from lite_flow f where f.queue = c.queue), nth))
 returning ` + jobColumns,
-		postgres: `update lite_jobs set ` + leaseSet.postgres + `
+		postgres: `with ` + leaseFlow.postgres + `
+update lite_jobs set ` + leaseSet.postgres + `
 where id = any(array(
-    select id from lite_jobs
-    where state = 'available' and run_at <= $5` + pgFilter + `
-    order by priority desc, run_at, id
-    limit ` + param() + `
-    for update skip locked))
+    select id from (
+        select id, queue, row_number() over (partition by queue order by priority desc, run_at, id) as nth
+        from (select id, queue, priority, run_at from lite_jobs
+            where state = 'available' and run_at <= $5` + pgFilter + `
+              and queue not in (select queue from lite_flow where n <= 0)
+            order by priority desc, run_at, id
+            limit ` + pgLimit + `
+            for update skip locked) as p) as c
+    where nth <= coalesce((select n from lite_flow f where f.queue = c.queue), nth)))
   and state = 'available'
 returning ` + jobColumns,
 	}
@@ -175,22 +198,25 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 		args = append(args, jsonList(req.Kinds))
 	}
 	args = append(args, req.Max)
-	rows, err := q.writer().QueryContext(ctx, q.sql(leaseSQLs[queues][b2i(byKind)]), args...)
-	if err != nil {
-		return nil, err
-	}
-	// An open Rows of a returning statement holds the write lock: read all
-	// and close at once.
 	var jobs []*Job
-	for rows.Next() {
-		j, err := scanJob(rows)
+	err := q.underFlow(ctx, nullList(req.Queues), sql.NullInt64{}, func(c queryer) error {
+		rows, err := c.QueryContext(ctx, q.sql(leaseSQLs[queues][b2i(byKind)]), args...)
 		if err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
-		jobs = append(jobs, j)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		// An open Rows of a returning statement holds the write lock: read
+		// all and close at once.
+		for rows.Next() {
+			j, err := scanJob(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			jobs = append(jobs, j)
+		}
+		return errors.Join(rows.Err(), rows.Close())
+	})
+	if err != nil {
 		return nil, err
 	}
 	// returning gives no order; hand jobs out as the subquery chose them.
@@ -228,27 +254,38 @@ func jsonList(list []string) string {
 }
 
 // leaseByIDSQL leases one job by its id, whatever its run_at, if it is
-// available and of a kind the worker handles (a null list: any kind).
+// available, of a kind the worker handles (a null list: any kind), and of
+// a queue that may start a job now.
 var leaseByIDSQL = stmt{
-	sqlite: `update lite_jobs set ` + leaseSet.sqlite + `
-where id = ? and state = 'available'
-  and (? is null or kind in (select value from json_each(?)))
+	sqlite: `with ` + leaseFlow.sqlite + `
+update lite_jobs set ` + leaseSet.sqlite + `
+where id = ?5 and state = 'available'
+  and (?6 is null or kind in (select value from json_each(?7)))
+  and coalesce((select n from lite_flow f where f.queue = lite_jobs.queue), 1) > 0
 returning ` + jobColumns,
-	postgres: `update lite_jobs set ` + leaseSet.postgres + `
+	postgres: `with ` + leaseFlow.postgres + `
+update lite_jobs set ` + leaseSet.postgres + `
 where id = $5 and state = 'available'
   and ($6::text is null or kind in (select jsonb_array_elements_text($7::jsonb)))
+  and coalesce((select n from lite_flow f where f.queue = lite_jobs.queue), 1) > 0
 returning ` + jobColumns,
 }
 
 // leaseByID leases job id for a worker that handles kinds (nil: every
 // kind), whatever its run_at: "run it now". An unknown id gives
 // ErrNotFound, a job that is not available ErrInvalidState, and one of a
-// kind not in kinds an error naming its kind; none of them changes the job.
+// kind not in kinds, or of a queue paused or at its limit, an error that
+// says so; none of them changes the job.
 func (q *Queue) leaseByID(ctx context.Context, id int64, kinds []string, lockedBy string, staleAfter time.Duration) (*Job, error) {
 	now := q.nowMillis()
 	list := nullList(kinds)
-	j, err := scanJob(q.writer().QueryRowContext(ctx, q.sql(leaseByIDSQL),
-		lockedBy, now, now, staleAfter.Milliseconds(), id, list, list))
+	var j *Job
+	err := q.underFlow(ctx, sql.NullString{}, sql.NullInt64{Int64: id, Valid: true}, func(c queryer) error {
+		var err error
+		j, err = scanJob(c.QueryRowContext(ctx, q.sql(leaseByIDSQL),
+			lockedBy, now, now, staleAfter.Milliseconds(), id, list, list))
+		return err
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, q.whyNotLeased(ctx, id, kinds)
 	}
@@ -258,27 +295,38 @@ func (q *Queue) leaseByID(ctx context.Context, id int64, kinds []string, lockedB
 	return j, nil
 }
 
-var stateAndKindSQL = stmt{
-	sqlite:   `select state, kind from lite_jobs where id = ?`,
-	postgres: `select state, kind from lite_jobs where id = $1`,
+var whyNotLeasedSQL = stmt{
+	sqlite: `select j.state, j.kind, j.queue, coalesce(f.paused, 0) from lite_jobs j
+left join lite_queues f on f.queue = j.queue where j.id = ?`,
+	postgres: `select j.state, j.kind, j.queue, coalesce(f.paused, false) from lite_jobs j
+left join lite_queues f on f.queue = j.queue where j.id = $1`,
 }
 
 // whyNotLeased reads why a lease of job id by a worker handling kinds
 // matched no row. It reads after the guarded write, never before it: the
-// write alone decides, and this only explains.
+// write alone decides, and this only explains. An available job of a
+// kind the worker handles in a queue that is not paused was held back by
+// its queue's limits.
 func (q *Queue) whyNotLeased(ctx context.Context, id int64, kinds []string) error {
-	var state State
-	var kind string
-	err := q.r.QueryRowContext(ctx, q.sql(stateAndKindSQL), id).Scan(&state, &kind)
+	var (
+		state       State
+		kind, queue string
+		paused      bool
+	)
+	err := q.r.QueryRowContext(ctx, q.sql(whyNotLeasedSQL), id).Scan(&state, &kind, &queue, &paused)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return ErrNotFound
 	case err != nil:
 		return classify(err)
-	case state == StateAvailable && len(kinds) > 0 && !slices.Contains(kinds, kind):
+	case state != StateAvailable:
+		return fmt.Errorf("%w: it is not available (it is %s now)", ErrInvalidState, state)
+	case len(kinds) > 0 && !slices.Contains(kinds, kind):
 		return fmt.Errorf("the worker has no handler for its kind %q", kind)
+	case paused:
+		return fmt.Errorf("its queue %q is paused", queue)
 	}
-	return fmt.Errorf("%w: it is not available (it is %s now)", ErrInvalidState, state)
+	return fmt.Errorf("its queue %q is at its limit", queue)
 }
 
 // renewSQL extends every listed lease that is still current, in one

@@ -99,26 +99,44 @@ func (w *changeWatcher) close() error {
 	return nil
 }
 
+// nextRunAtSQL reads when a lease request may next find work: the
+// earliest run_at of its available jobs, leaving out paused and full
+// queues, and no earlier than a rate window's end for a queue out of
+// starts. It also says whether a full queue holds available jobs back,
+// for a slot it frees wakes no one through the file when this process
+// frees it.
 var nextRunAtSQL = stmt{
-	sqlite: `select min(run_at) from lite_jobs
-where state = 'available'
-  and (?1 is null or queue in (select value from json_each(?1)))
-  and (?2 is null or kind in (select value from json_each(?2)))`,
-	postgres: `select min(run_at) from lite_jobs
-where state = 'available'
-  and ($1::jsonb is null or queue in (select jsonb_array_elements_text($1::jsonb)))
-  and ($2::jsonb is null or kind in (select jsonb_array_elements_text($2::jsonb)))`,
+	sqlite: `with ` + nextRunFlow.sqlite + `
+select min(case when not coalesce(f.paused or f.full, 0) then max(j.run_at, coalesce(f.opens_at, 0)) end),
+    coalesce(max(not f.paused and f.full), 0)
+from lite_jobs j left join lite_flow f on f.queue = j.queue
+where j.state = 'available'
+  and (?1 is null or j.queue in (select value from json_each(?1)))
+  and (?2 is null or j.kind in (select value from json_each(?2)))`,
+	postgres: `with ` + nextRunFlow.postgres + `
+select min(case when not coalesce(f.paused or f.full, false) then greatest(j.run_at, coalesce(f.opens_at, 0)) end),
+    coalesce(bool_or(not f.paused and f.full), false)
+from lite_jobs j left join lite_flow f on f.queue = j.queue
+where j.state = 'available'
+  and ($1::jsonb is null or j.queue in (select jsonb_array_elements_text($1::jsonb)))
+  and ($2::jsonb is null or j.kind in (select jsonb_array_elements_text($2::jsonb)))`,
 }
 
-// nextRunAt is the earliest run_at among available jobs a lease request
-// would take, or the zero time if there are none.
-func (q *Queue) nextRunAt(ctx context.Context, queues, kinds []string) (time.Time, error) {
-	var at sql.NullInt64
-	err := q.r.QueryRowContext(ctx, q.sql(nextRunAtSQL), nullList(queues), nullList(kinds)).Scan(&at)
+// nextRunFlow is lite_flow as nextRunAtSQL reads it: now is its third
+// parameter.
+var nextRunFlow = flowCTE(3)
+
+// nextRunAt is the earliest time a lease request may find a job to take,
+// or the zero time if it may not until something changes; held says that
+// a queue at its MaxRunning holds jobs back, so that a slot this process
+// frees is such a change.
+func (q *Queue) nextRunAt(ctx context.Context, queues, kinds []string) (at time.Time, held bool, err error) {
+	var next sql.NullInt64
+	err = q.r.QueryRowContext(ctx, q.sql(nextRunAtSQL), nullList(queues), nullList(kinds), q.nowMillis()).Scan(&next, &held)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("next run_at: %w", err)
+		return time.Time{}, false, fmt.Errorf("next run_at: %w", err)
 	}
-	return fromNullMillis(at), nil
+	return fromNullMillis(next), held, nil
 }
 
 func nullList(list []string) sql.NullString {

@@ -18,6 +18,7 @@ type lane struct {
 	// Kept by the loop alone, from the lane's last lease.
 	backlog   bool      // it filled every slot it asked for: more may wait
 	nextRunAt time.Time // the lane's earliest scheduled job; zero if none
+	held      bool      // a queue at its MaxRunning holds some of its jobs back
 }
 
 // queueNames is the queues opts names, in order; nil means every queue.
@@ -68,6 +69,7 @@ type laneState struct {
 	anyFree   bool      // some lane has a free slot
 	backlog   bool      // some lane with a free slot filled every slot it asked for last time
 	anyFull   bool      // some lane has no free slot: a freed slot may find work waiting
+	anyHeld   bool      // some lane with a free slot waits for a queue under its MaxRunning
 	nextRunAt time.Time // the earliest scheduled job of a lane with a free slot; zero if none
 }
 
@@ -82,6 +84,7 @@ func (w *Worker) laneState() laneState {
 		}
 		s.anyFree = true
 		s.backlog = s.backlog || l.backlog
+		s.anyHeld = s.anyHeld || l.held
 		if !l.nextRunAt.IsZero() && (s.nextRunAt.IsZero() || l.nextRunAt.Before(s.nextRunAt)) {
 			s.nextRunAt = l.nextRunAt
 		}

@@ -42,10 +42,11 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 		case s.backlog:
 			ok = true // more may wait, and a slot is free again already
 		default:
-			// A full lane may have a backlog: a slot it frees must not
-			// wait for the other lanes' work.
+			// A full lane may have a backlog, and a queue at its
+			// MaxRunning may take a job once one of its own ends: a slot
+			// freed must not wait for the other lanes' work.
 			var freed <-chan struct{}
-			if s.anyFull {
+			if s.anyFull || s.anyHeld {
 				freed = w.freed
 			}
 			ok = w.waitForWork(ctx, wake, freed, watcher, commits, timer, poll, s.nextRunAt)
@@ -83,7 +84,7 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) bool {
 			w.opts.Logger.Warn("lite: lease failed; retrying", "err", err, "in", leaseRetry)
 			l.nextRunAt = w.q.opts.Now().Add(leaseRetry)
 		case !l.backlog:
-			if l.nextRunAt, err = w.q.nextRunAt(ctx, l.queues, w.kindList); err != nil && ctx.Err() == nil {
+			if l.nextRunAt, l.held, err = w.q.nextRunAt(ctx, l.queues, w.kindList); err != nil && ctx.Err() == nil {
 				w.opts.Logger.Warn("lite: reading the next run_at failed", "err", err)
 			}
 		}

@@ -1,0 +1,106 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/liteq/lite/lite"
+)
+
+// LimitCmd sets a queue's limits across every process sharing the file.
+type LimitCmd struct {
+	Queue      string `arg:"" help:"The queue to limit; it need not have jobs yet."`
+	MaxRunning *int   `name:"max-running" placeholder:"N" help:"At most N of its jobs run at once, across every process; 0 lifts the limit."`
+	Rate       *rate  `name:"rate" placeholder:"M/PERIOD" help:"At most M of its jobs start per PERIOD (50/1s, 100/1m, 10/s); none lifts the limit."`
+}
+
+// rate is a --rate value: M starts per period, or none.
+type rate struct {
+	n   int
+	per time.Duration
+}
+
+// UnmarshalText reads M/PERIOD, where PERIOD is a Go duration and a bare
+// unit means one of it (10/s is 10/1s), or none.
+func (r *rate) UnmarshalText(b []byte) error {
+	s := string(b)
+	if s == "none" {
+		*r = rate{}
+		return nil
+	}
+	m, period, ok := strings.Cut(s, "/")
+	if !ok {
+		return fmt.Errorf("rate %q is not M/PERIOD (50/1s) or none", s)
+	}
+	n, err := strconv.Atoi(m)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("rate %q: %q is not a positive whole number of starts", s, m)
+	}
+	if period != "" && (period[0] < '0' || period[0] > '9') {
+		period = "1" + period
+	}
+	per, err := time.ParseDuration(period)
+	if err != nil || per <= 0 {
+		return fmt.Errorf("rate %q: the period is not a positive duration (1s, 1m, 500ms)", s)
+	}
+	*r = rate{n, per}
+	return nil
+}
+
+// Run changes the limits the flags give and keeps the others, then prints
+// the queue's limits.
+func (c *LimitCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+	if c.MaxRunning == nil && c.Rate == nil {
+		return usagef("limit: give --max-running, --rate or both")
+	}
+	if c.MaxRunning != nil && *c.MaxRunning < 0 {
+		return usagef("limit: --max-running %d is negative; 0 lifts the limit", *c.MaxRunning)
+	}
+	stats, err := q.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	var l lite.Limits
+	for _, s := range stats {
+		if s.Queue == c.Queue {
+			l = s.Limits
+		}
+	}
+	if c.MaxRunning != nil {
+		l.MaxRunning = *c.MaxRunning
+	}
+	if c.Rate != nil {
+		l.Rate, l.Per = c.Rate.n, c.Rate.per
+	}
+	if err := q.SetLimits(ctx, c.Queue, l); err != nil {
+		return err
+	}
+	if g.JSON {
+		return writeJSON(env.Stdout, struct {
+			Queue      string `json:"queue"`
+			MaxRunning int    `json:"max_running"`
+			Rate       int    `json:"rate"`
+			RatePerMS  int64  `json:"rate_per_ms"`
+		}{c.Queue, l.MaxRunning, l.Rate, l.Per.Milliseconds()})
+	}
+	_, err = fmt.Fprintf(env.Stdout, "queue %s: %s\n", safe(c.Queue), describeLimits(l))
+	return err
+}
+
+// describeLimits words a queue's limits for a terminal.
+func describeLimits(l lite.Limits) string {
+	var parts []string
+	if l.MaxRunning > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d running", l.MaxRunning))
+	}
+	if l.Rate > 0 {
+		parts = append(parts, fmt.Sprintf("%d starts per %s", l.Rate, l.Per))
+	}
+	if len(parts) == 0 {
+		return "no limits"
+	}
+	return strings.Join(parts, ", ")
+}

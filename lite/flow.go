@@ -1,0 +1,249 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Limits caps how many jobs of a queue run and start, across every
+// process that shares the queue's file or server. A zero field is no
+// limit, so Limits{} lifts them all.
+type Limits struct {
+	// MaxRunning is how many of the queue's jobs may run at once. A slot
+	// belongs to a lease: a killed worker's jobs hold theirs until they
+	// are reclaimed, and then give them back once.
+	MaxRunning int
+	// Rate is how many of the queue's jobs may start in each period of
+	// length Per; a lease counts as a start, a retry's lease included.
+	// Rate and Per are given together or not at all.
+	Rate int
+	Per  time.Duration
+}
+
+func (l Limits) check() error {
+	switch {
+	case l.MaxRunning < 0:
+		return fmt.Errorf("negative MaxRunning %d", l.MaxRunning)
+	case l.Rate < 0:
+		return fmt.Errorf("negative Rate %d", l.Rate)
+	case l.Per < 0:
+		return fmt.Errorf("negative Per %s", l.Per)
+	case l.Rate > 0 && l.Per == 0:
+		return fmt.Errorf("a Rate of %d has no Per: give both, or neither", l.Rate)
+	case l.Rate == 0 && l.Per > 0:
+		return fmt.Errorf("a Per of %s has no Rate: give both, or neither", l.Per)
+	case l.Per > 0 && l.Per < time.Millisecond:
+		return fmt.Errorf("a Per of %s is under a millisecond", l.Per)
+	}
+	return nil
+}
+
+// flowCTE is what each queue with settings lets a lease take now, for
+// every statement that leases or waits: n is how many of its jobs may
+// start (0 while paused, full or out of starts), full says that it runs
+// as many as it may, and opens_at is when its rate window ends, once the
+// window has no starts left. now is the number of the statement's
+// parameter for the current time.
+//
+// The rate is counted in fixed windows laid end to end from the queue's
+// first start (lite_queues_count_start in the migrations counts the
+// starts, and a change of rate starts the windows afresh). Fixed windows
+// are chosen over a token bucket because its state is two
+// integers that every engine updates exactly in the lease's own
+// statement, with no fractional tokens, and a window starts exactly Rate
+// jobs, which tests can pin; its cost is a burst of up to twice Rate
+// around a window's end, which a period shorter than the downstream's own
+// keeps in check.
+//
+// Running jobs are counted only for queues with a MaxRunning, so a file
+// with no settings counts nothing. The count reads running jobs through
+// their partial index. It is the truth on SQLite, where the statement
+// holds the one write lock while it reads; on PostgreSQL the lease locks
+// the limited queues' rows first (see lockFlowSQL).
+func flowCTE(now int) stmt {
+	sqliteNow, pgNow := "?"+strconv.Itoa(now), "$"+strconv.Itoa(now)
+	return stmt{
+		sqlite: `lite_flow as materialized (
+    select queue, paused,
+        max_running > 0 and running >= max_running as full,
+        case when rate > 0 and rate_left <= 0 then window_start + rate_per_ms end as opens_at,
+        case when paused then 0 else min(
+            case when max_running > 0 then max_running - running else 9223372036854775807 end,
+            case when rate > 0 then rate_left else 9223372036854775807 end) end as n
+    from (select queue, paused, max_running, rate, rate_per_ms, window_start,
+            case when max_running > 0 then (select count(*) from lite_jobs r
+                where r.state = 'running' and r.queue = s.queue) else 0 end as running,
+            rate - case when ` + sqliteNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
+        from lite_queues s))`,
+		postgres: `lite_flow as materialized (
+    select queue, paused,
+        max_running > 0 and running >= max_running as full,
+        case when rate > 0 and rate_left <= 0 then window_start + rate_per_ms end as opens_at,
+        case when paused then 0 else least(
+            case when max_running > 0 then max_running - running else 9223372036854775807 end,
+            case when rate > 0 then rate_left else 9223372036854775807 end) end as n
+    from (select queue, paused, max_running, rate, rate_per_ms, window_start,
+            case when max_running > 0 then (select count(*) from lite_jobs r
+                where r.state = 'running' and r.queue = s.queue) else 0 end as running,
+            rate - case when ` + pgNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
+        from lite_queues s) s)`,
+	}
+}
+
+// lockFlowSQL locks, on PostgreSQL, the rows of the limited queues a
+// lease may take from (those in a list, or the queue of one job; null:
+// every one), in one order so that two leases never wait for each other
+// in a cycle. Two leases that could both pass a limit by counting at once
+// then count one after the other, each in a statement that starts after
+// the lock, and so sees what the other committed. SQLite needs no lock:
+// its lease holds the file's one write lock while it counts.
+var lockFlowSQL = stmt{
+	postgres: `select queue from lite_queues
+where (max_running > 0 or rate > 0)
+  and ($1::jsonb is null or queue in (select jsonb_array_elements_text($1::jsonb)))
+  and ($2::bigint is null or queue = (select queue from lite_jobs where id = $2))
+order by queue
+for update`,
+}
+
+// underFlow runs lease, a statement that reads lite_flow, so that the
+// limits it reads stay true until it commits: on PostgreSQL in a
+// transaction that first locks the limited queues it may take from (a
+// queue list, or the queue of job id; null for either: no filter).
+func (q *Queue) underFlow(ctx context.Context, queues sql.NullString, id sql.NullInt64, lease func(queryer) error) error {
+	if q.engine != enginePostgres {
+		return lease(q.writer())
+	}
+	return q.withTx(ctx, func(tx txConn) error {
+		if _, err := tx.ExecContext(ctx, q.sql(lockFlowSQL), queues, id); err != nil {
+			return err
+		}
+		return lease(tx)
+	})
+}
+
+var (
+	pauseSQL = stmt{
+		sqlite: `insert into lite_queues (queue, paused) values (?1, ?2)
+on conflict (queue) do update set paused = excluded.paused`,
+		postgres: `insert into lite_queues (queue, paused) values ($1, $2)
+on conflict (queue) do update set paused = excluded.paused`,
+	}
+	setLimitsSQL = stmt{
+		sqlite: `insert into lite_queues (queue, max_running, rate, rate_per_ms) values (?1, ?2, ?3, ?4)
+on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
+    window_start = case when (rate, rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then window_start else 0 end`,
+		postgres: `insert into lite_queues (queue, max_running, rate, rate_per_ms) values ($1, $2, $3, $4)
+on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms`,
+	}
+	// A row back at every default goes, so that a file that no longer
+	// uses flow control leases as one that never did.
+	dropIdleQueueSQL = stmt{
+		sqlite:   `delete from lite_queues where queue = ?1 and not paused and max_running = 0 and rate = 0`,
+		postgres: `delete from lite_queues where queue = $1 and not paused and max_running = 0 and rate = 0`,
+	}
+)
+
+// Pause stops every process from starting jobs of queue until Resume:
+// every lease refuses them, a worker's loop, Lease and RunJob alike, and
+// running jobs finish as usual. A queue may be paused before it has any
+// job.
+func (q *Queue) Pause(ctx context.Context, queue string) error {
+	if err := q.setPaused(ctx, queue, true); err != nil {
+		return fmt.Errorf("pause %s: %w", queue, err)
+	}
+	return nil
+}
+
+// Resume lets queue's jobs start again after Pause. Resuming a queue that
+// is not paused changes nothing.
+func (q *Queue) Resume(ctx context.Context, queue string) error {
+	if err := q.setPaused(ctx, queue, false); err != nil {
+		return fmt.Errorf("resume %s: %w", queue, err)
+	}
+	return nil
+}
+
+func (q *Queue) setPaused(ctx context.Context, queue string, paused bool) error {
+	return q.setFlow(ctx, queue, pauseSQL, queue, paused)
+}
+
+// SetLimits replaces queue's limits with l, for every process at once;
+// Limits{} lifts them. Bad limits are refused and change nothing. Jobs
+// running past a lowered MaxRunning finish; no new one starts until the
+// queue is under it.
+func (q *Queue) SetLimits(ctx context.Context, queue string, l Limits) error {
+	if err := l.check(); err != nil {
+		return fmt.Errorf("set limits of %s: %w", queue, err)
+	}
+	err := q.setFlow(ctx, queue, setLimitsSQL, queue, l.MaxRunning, l.Rate, l.Per.Milliseconds())
+	if err != nil {
+		return fmt.Errorf("set limits of %s: %w", queue, err)
+	}
+	return nil
+}
+
+// setFlow writes one of queue's settings and drops its row if all are
+// back at their defaults, then wakes this process's idle workers: a
+// queue they could not take from may be open now.
+func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any) error {
+	switch {
+	case queue == "":
+		return errors.New("empty queue name")
+	case nameProblem(queue) != "":
+		return fmt.Errorf("queue %q %s", queue, nameProblem(queue))
+	}
+	err := q.withTx(ctx, func(tx txConn) error {
+		if _, err := tx.ExecContext(ctx, q.sql(set), args...); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, q.sql(dropIdleQueueSQL), queue)
+		return err
+	})
+	if err != nil {
+		return classify(err)
+	}
+	q.notify()
+	return nil
+}
+
+// queueFlow is one queue's settings, as Stats shows them.
+type queueFlow struct {
+	paused bool
+	limits Limits
+}
+
+var queueFlowsSQL = stmt{
+	sqlite:   `select queue, paused, max_running, rate, rate_per_ms from lite_queues order by queue`,
+	postgres: `select queue, paused, max_running, rate, rate_per_ms from lite_queues order by queue`,
+}
+
+// queueFlows reads every queue's settings; a queue with none is absent.
+func (q *Queue) queueFlows(ctx context.Context) (map[string]queueFlow, error) {
+	rows, err := q.r.QueryContext(ctx, q.sql(queueFlowsSQL))
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	flows := map[string]queueFlow{}
+	for rows.Next() {
+		var (
+			queue string
+			f     queueFlow
+			perMS int64
+		)
+		if err := rows.Scan(&queue, &f.paused, &f.limits.MaxRunning, &f.limits.Rate, &perMS); err != nil {
+			return nil, classify(err)
+		}
+		f.limits.Per = time.Duration(perMS) * time.Millisecond
+		flows[queue] = f
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	return flows, nil
+}
