@@ -51,6 +51,7 @@ type CLI struct {
 	Retry   RetryCmd   `cmd:"" help:"Make a dead or cancelled job available again."`
 	Cancel  CancelCmd  `cmd:"" help:"Cancel an available or running job."`
 	Purge   PurgeCmd   `cmd:"" help:"Delete finished jobs older than a duration."`
+	Serve   ServeCmd   `cmd:"" help:"Serve the dashboard, the JSON API and metrics over HTTP; with -- COMMAND, run workers too."`
 	Demo    DemoCmd    `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
 	Schema  SchemaCmd  `cmd:"" help:"Print the SQL schema of a lite database."`
 	Bench   BenchCmd   `cmd:"" help:"Measure lite against the raw limits of SQLite on this machine, or of the PostgreSQL server --db names."`
@@ -94,7 +95,7 @@ type exitRequest int
 
 // createsFile lists the commands that may make a new database; the others
 // refuse a missing file rather than create an empty one.
-var createsFile = map[string]bool{"enqueue": true, "work": true}
+var createsFile = map[string]bool{"enqueue": true, "work": true, "serve": true}
 
 // dbMapper reads a database flag: a file path is made absolute, as kong's
 // path type makes it, and a server URL is kept as it is, which the path
