@@ -62,12 +62,17 @@ type page struct {
 	Data     any
 }
 
-// render writes the named page with data. It renders into a buffer first,
-// so that a template error is a clean 500 rather than half a page.
+// render writes the named page with data.
 func (s *server) render(w http.ResponseWriter, r *http.Request, code int, name string, data any) {
+	s.renderPart(w, r, code, name, "layout", data)
+}
+
+// renderPart writes the template tmpl of the named page: "layout" for the
+// whole page. It renders into a buffer first, so that a template error is
+// a clean 500 rather than half a page.
+func (s *server) renderPart(w http.ResponseWriter, r *http.Request, code int, name, tmpl string, data any) {
 	var buf bytes.Buffer
-	t := s.pages[name]
-	err := t.ExecuteTemplate(&buf, "layout", page{Root: root(r), ReadOnly: s.opts.ReadOnly, Token: s.opts.Token != "", Data: data})
+	err := s.pages[name].ExecuteTemplate(&buf, tmpl, page{Root: root(r), ReadOnly: s.opts.ReadOnly, Token: s.opts.Token != "", Data: data})
 	if err != nil {
 		http.Error(w, "rendering "+name+": "+err.Error(), http.StatusInternalServerError)
 		return
@@ -107,10 +112,10 @@ func age(d time.Duration) string {
 // routePages serves the dashboard's pages.
 func (s *server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		s.overview(w, r, "overview")
+		s.overview(w, r, "layout")
 	})
 	mux.HandleFunc("GET /live", func(w http.ResponseWriter, r *http.Request) {
-		s.overview(w, r, "live")
+		s.overview(w, r, "queues")
 	})
 	mux.HandleFunc("GET /jobs", s.jobsPage)
 	mux.HandleFunc("GET /jobs/{id}", s.jobPage)
@@ -181,9 +186,9 @@ type stateCount struct {
 	N     int64
 }
 
-// overview renders the overview page, or with "live" the part of it that
-// the page's script fetches again every few seconds.
-func (s *server) overview(w http.ResponseWriter, r *http.Request, name string) {
+// overview renders the overview page, or with "queues" the part of it
+// that the page's script fetches again every few seconds.
+func (s *server) overview(w http.ResponseWriter, r *http.Request, tmpl string) {
 	stats, err := s.q.Stats(r.Context())
 	if err != nil {
 		s.fail(w, r, status(err), err.Error())
@@ -202,7 +207,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, name string) {
 			rows[i].Counts = append(rows[i].Counts, stateCount{state, st.Counts[state]})
 		}
 	}
-	s.render(w, r, http.StatusOK, name, rows)
+	s.renderPart(w, r, http.StatusOK, "overview", tmpl, rows)
 }
 
 // jobsView is the jobs page: the filter, a page of jobs and the next
