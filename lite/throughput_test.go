@@ -58,3 +58,28 @@ func TestListFindsJobsByUniqueKey(t *testing.T) {
 		is.Equal(jobs[0].ID, b)
 	})
 }
+
+func TestBacklogCountsTheUnfinishedJobsAsStatsDoes(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		ctx := t.Context()
+		for range 3 {
+			mustEnqueue(t, q, lite.NewJob{Queue: "mail"})
+		}
+		mustEnqueue(t, q, lite.NewJob{Queue: "mail", Delay: time.Hour})
+		mustEnqueue(t, q, lite.NewJob{Queue: "done", MaxAttempts: 1})
+		is.NoErr(q.AckDone(ctx, mustLeaseOne(t, q, "done").Lease(), nil))
+		mustLeaseOne(t, q, "mail")
+		clock.Advance(time.Minute)
+
+		backlog, err := q.Backlog(ctx)
+		is.NoErr(err)
+		is.Equal(backlog, []lite.QueueStats{{Queue: "mail", OldestReady: time.Minute,
+			Counts: map[lite.State]int64{lite.StateAvailable: 3, lite.StateRunning: 1}}}) // a queue with finished jobs alone has none
+		stats, err := q.Stats(ctx)
+		is.NoErr(err)
+		is.Equal(stats[1].OldestReady, backlog[0].OldestReady)
+	})
+}

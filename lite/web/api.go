@@ -26,6 +26,10 @@ func (s *server) routeAPI(mux *http.ServeMux) {
 		stats, err := s.q.Stats(r.Context())
 		s.reply(w, r, stats, err)
 	})
+	mux.HandleFunc("GET /api/backlog", func(w http.ResponseWriter, r *http.Request) {
+		b, err := s.q.Backlog(r.Context())
+		s.reply(w, r, b, err)
+	})
 	mux.HandleFunc("GET /api/throughput", func(w http.ResponseWriter, r *http.Request) {
 		t, err := s.q.Throughput(r.Context(), chartWindow)
 		s.reply(w, r, t, err)

@@ -46,6 +46,14 @@ func TestAPI(t *testing.T) {
 			is.Equal(stats[0].Counts, map[lite.State]int64{lite.StateAvailable: 1, lite.StateRunning: 1, lite.StateDead: 1})
 		})
 
+		t.Run("the backlog counts the unfinished jobs alone", func(t *testing.T) {
+			is := is.New(t)
+			var b []lite.QueueStats
+			decode(t, get(h, "/api/backlog").Body.Bytes(), &b)
+			is.Equal(b, []lite.QueueStats{{Queue: "emails", OldestReady: time.Minute,
+				Counts: map[lite.State]int64{lite.StateAvailable: 1, lite.StateRunning: 1}}})
+		})
+
 		t.Run("throughput counts the minute the dead job died", func(t *testing.T) {
 			is := is.New(t)
 			var th []lite.Throughput

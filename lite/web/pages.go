@@ -5,7 +5,9 @@ import (
 	"embed"
 	"html/template"
 	"io/fs"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -166,12 +168,20 @@ func (s *server) routePages(mux *http.ServeMux) {
 	})
 }
 
-// queueRow is one queue on the overview. Paused or limited queues, and a
-// queue's actions, belong here when the library has them.
+// queueRow is one queue on the overview: its backlog by state, and its
+// jobs done and dead in the chart's window. Paused or limited queues, and
+// a queue's actions, belong here when the library has them.
 type queueRow struct {
-	Stats  lite.QueueStats
-	Counts []stateCount
-	Chart  chart
+	Queue       string
+	Counts      []stateCount
+	OldestReady time.Duration
+	Chart       chart
+}
+
+// stateCount is a number of a queue's jobs in a state, linked to them.
+type stateCount struct {
+	State lite.State
+	N     int64
 }
 
 // rowContext is what the queue row's template gets: it is rendered
@@ -181,15 +191,13 @@ type rowContext struct {
 	Row  queueRow
 }
 
-type stateCount struct {
-	State lite.State
-	N     int64
-}
-
 // overview renders the overview page, or with "queues" the part of it
-// that the page's script fetches again every few seconds.
+// that the page's script fetches again every few seconds. It counts no
+// finished job but those of the chart's window: Backlog and Throughput
+// read the partial indexes, so the page costs the same on a file that
+// keeps a million finished jobs as on a new one.
 func (s *server) overview(w http.ResponseWriter, r *http.Request, tmpl string) {
-	stats, err := s.q.Stats(r.Context())
+	backlog, err := s.q.Backlog(r.Context())
 	if err != nil {
 		s.fail(w, r, status(err), err.Error())
 		return
@@ -199,15 +207,32 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, tmpl string) {
 		s.fail(w, r, status(err), err.Error())
 		return
 	}
-	c := charts(t, s.opts.Now())
-	rows := make([]queueRow, len(stats))
-	for i, st := range stats {
-		rows[i] = queueRow{Stats: st, Chart: c[st.Queue]}
-		for _, state := range lite.States {
-			rows[i].Counts = append(rows[i].Counts, stateCount{state, st.Counts[state]})
+	s.renderPart(w, r, http.StatusOK, "overview", tmpl, queueRows(backlog, charts(t, s.opts.Now())))
+}
+
+// queueRows is a row for each queue with a backlog or finished jobs in
+// the chart, in queue order.
+func queueRows(backlog []lite.QueueStats, charts map[string]chart) []queueRow {
+	byQueue := map[string]lite.QueueStats{}
+	for _, b := range backlog {
+		byQueue[b.Queue] = b
+	}
+	for q := range charts {
+		if _, ok := byQueue[q]; !ok {
+			byQueue[q] = lite.QueueStats{Queue: q}
 		}
 	}
-	s.renderPart(w, r, http.StatusOK, "overview", tmpl, rows)
+	rows := make([]queueRow, 0, len(byQueue))
+	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
+		b, c := byQueue[q], charts[q]
+		rows = append(rows, queueRow{Queue: q, OldestReady: b.OldestReady, Chart: c, Counts: []stateCount{
+			{lite.StateAvailable, b.Counts[lite.StateAvailable]},
+			{lite.StateRunning, b.Counts[lite.StateRunning]},
+			{lite.StateDone, c.Done},
+			{lite.StateDead, c.Dead},
+		}})
+	}
+	return rows
 }
 
 // jobsView is the jobs page: the filter, a page of jobs and the next
