@@ -56,6 +56,7 @@ type CLI struct {
 	Limit     LimitCmd     `cmd:"" help:"Cap a queue's running jobs and starts per period across every process."`
 	Retention RetentionCmd `cmd:"" help:"Show or set how long finished jobs are kept: lite retention --done 24h --dead 7d --cancelled forever."`
 	Vacuum    VacuumCmd    `cmd:"" help:"Compact the file (SQLite: and switch it to incremental auto-vacuum; it rewrites the file, holding the write lock throughout)."`
+	Serve     ServeCmd     `cmd:"" help:"Serve the dashboard, the JSON API and metrics over HTTP; with -- COMMAND, run workers too."`
 	Demo      DemoCmd      `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
 	Schema    SchemaCmd    `cmd:"" help:"Print the SQL schema of a lite database."`
 	Bench     BenchCmd     `cmd:"" help:"Measure lite against the raw limits of SQLite on this machine, or of the PostgreSQL server --db names."`
@@ -101,7 +102,7 @@ type exitRequest int
 
 // createsFile lists the commands that may make a new database; the others
 // refuse a missing file rather than create an empty one.
-var createsFile = map[string]bool{"enqueue": true, "work": true, "schedule add": true, "pause": true, "limit": true}
+var createsFile = map[string]bool{"enqueue": true, "work": true, "serve": true, "schedule add": true, "pause": true, "limit": true}
 
 // dbMapper reads a database flag: a file path is made absolute, as kong's
 // path type makes it, and a server URL is kept as it is, which the path

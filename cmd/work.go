@@ -41,25 +41,31 @@ const shutdownSlack = 5 * time.Second
 
 // WorkCmd runs a command once per job.
 type WorkCmd struct {
-	Queue         []string      `short:"q" sep:"none" placeholder:"NAME[=N]" help:"Queue to work, with N slots of its own (default -c), so a backlog in one queue never delays another; repeat for more (default: every queue, sharing -c slots)."`
-	Concurrency   int           `short:"c" default:"4" help:"Jobs run at once: in all, or in each --queue given without =N."`
-	Heartbeat     time.Duration `default:"5s" help:"How often leases are renewed."`
-	StaleAfter    time.Duration `default:"30s" help:"How long a heartbeat may lapse before a job is reclaimed (at least three heartbeats)."`
-	Timeout       time.Duration `help:"Stop a job's command after this long and fail the attempt (default: no limit)."`
-	Poll          time.Duration `default:"5ms" help:"How often to look for jobs enqueued by other processes."`
-	Grace         time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL."`
-	ExitWhenEmpty bool          `help:"Exit once no job in the queues is available or running."`
-	Command       []string      `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result; exit 100 fails for good; any other exit fails the attempt."`
+	workerFlags
+	ExitWhenEmpty bool     `help:"Exit once no job in the queues is available or running."`
+	Command       []string `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result; exit 100 fails for good; any other exit fails the attempt."`
+}
 
-	queues map[string]lite.QueueConfig // --queue, parsed by Validate
+// workerFlags configure the worker that runs a command once per job: lite
+// work's, and lite serve's when it is given a command.
+type workerFlags struct {
+	Queue       []string      `short:"q" sep:"none" placeholder:"NAME[=N]" help:"Queue to work, with N slots of its own (default -c), so a backlog in one queue never delays another; repeat for more (default: every queue, sharing -c slots)."`
+	Concurrency int           `short:"c" default:"4" help:"Jobs run at once: in all, or in each --queue given without =N."`
+	Heartbeat   time.Duration `default:"5s" help:"How often leases are renewed."`
+	StaleAfter  time.Duration `default:"30s" help:"How long a heartbeat may lapse before a job is reclaimed (at least three heartbeats)."`
+	Timeout     time.Duration `help:"Stop a job's command after this long and fail the attempt (default: no limit)."`
+	Poll        time.Duration `default:"5ms" help:"How often to look for jobs enqueued by other processes."`
+	Grace       time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL."`
+
+	queues map[string]lite.QueueConfig // --queue, parsed by validate
 }
 
 // argv is the command to run: kong's passthrough keeps the -- itself.
-func (c *WorkCmd) argv() []string {
-	if len(c.Command) > 0 && c.Command[0] == "--" {
-		return c.Command[1:]
+func argv(command []string) []string {
+	if len(command) > 0 && command[0] == "--" {
+		return command[1:]
 	}
-	return c.Command
+	return command
 }
 
 // Validate runs before the queue's file is opened. It refuses what would
@@ -67,10 +73,15 @@ func (c *WorkCmd) argv() []string {
 // with its default or reject without naming the flag, and a command that
 // cannot start, which would burn every attempt of every job.
 func (c *WorkCmd) Validate(kctx *kong.Context) error {
-	argv := c.argv()
-	switch {
-	case !slices.Contains(kctx.Args, "--") || len(argv) == 0:
+	if !slices.Contains(kctx.Args, "--") || len(argv(c.Command)) == 0 {
 		return errors.New("give the command after --, as in: lite work -- ./handler.sh")
+	}
+	return c.validate(argv(c.Command))
+}
+
+// validate checks the flags and the command, and parses --queue.
+func (c *workerFlags) validate(argv []string) error {
+	switch {
 	case c.Concurrency < 1:
 		return fmt.Errorf("--concurrency must be at least 1, not %d", c.Concurrency)
 	case c.Grace <= 0:
@@ -149,6 +160,12 @@ func parseQueues(flags []string) (map[string]lite.QueueConfig, error) {
 // signal stops it at once), or with --exit-when-empty until the queues are
 // empty.
 func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+	return c.work(ctx, env, g, q, argv(c.Command), c.ExitWhenEmpty, nil)
+}
+
+// work runs argv once per job until ctx ends, or with exitWhenEmpty until
+// the queues are empty; onEvent, if set, sees every worker event.
+func (c *workerFlags) work(ctx context.Context, env Env, g *Globals, q *lite.Queue, argv []string, exitWhenEmpty bool, onEvent func(lite.Event)) error {
 	log := slog.New(slog.NewTextHandler(quietWriter{env.Stderr}, &slog.HandlerOptions{Level: g.LogLevel}))
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Queues:            c.queues,
@@ -159,6 +176,7 @@ func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 		Timeout:           c.Timeout,
 		ShutdownGrace:     2*c.Grace + shutdownSlack,
 		Logger:            log,
+		OnEvent:           onEvent,
 	})
 	if err != nil {
 		return UsageError{fmt.Errorf("work: %w", err)}
@@ -169,14 +187,14 @@ func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) e
 	})
 	defer stopLog()
 	work := ctx
-	if c.ExitWhenEmpty {
+	if exitWhenEmpty {
 		var stop context.CancelFunc
 		work, stop = context.WithCancel(ctx)
 		defer stop()
 		go stopWhenEmpty(work, q, slices.Sorted(maps.Keys(c.queues)), stop)
 	}
 	now := stopNow(ctx)
-	w.Handle(lite.AnyKind, c.handler(work.Done(), now))
+	w.Handle(lite.AnyKind, c.handler(argv, work.Done(), now))
 	if err := w.Run(work); err != nil {
 		return err
 	}
@@ -239,8 +257,7 @@ func (q quietWriter) Write(p []byte) (int, error) {
 // command's exit status decides: 0 is done with stdout as the result, 100
 // fails for good, any other fails the attempt. A command lite stopped fails
 // the attempt (timeout, lost lease), or gives the job back (shutdown).
-func (c *WorkCmd) handler(shutdown, now <-chan struct{}) lite.Handler {
-	argv := c.argv()
+func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite.Handler {
 	return func(ctx context.Context, job *lite.Job) error {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(),

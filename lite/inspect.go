@@ -32,6 +32,8 @@ type ListFilter struct {
 	State State
 	Queue string
 	Kind  string
+	// UniqueKey finds the jobs enqueued with this key.
+	UniqueKey string
 	// AfterID pages: pass the last id of the previous page.
 	AfterID int64
 	// Limit caps the page. Default 100.
@@ -41,9 +43,11 @@ type ListFilter struct {
 var listSQL = stmt{
 	sqlite: `select ` + jobColumns + ` from lite_jobs
 where (?1 = '' or state = ?1) and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3) and id > ?4
+  and (?6 = '' or unique_key = ?6)
 order by id limit ?5`,
 	postgres: `select ` + jobColumns + ` from lite_jobs
 where ($1 = '' or state = $1) and ($2 = '' or queue = $2) and ($3 = '' or kind = $3) and id > $4
+  and ($6 = '' or unique_key = $6)
 order by id limit $5`,
 }
 
@@ -58,7 +62,7 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 	case f.Limit == 0:
 		f.Limit = 100
 	}
-	rows, err := q.r.QueryContext(ctx, q.sql(listSQL), string(f.State), f.Queue, f.Kind, f.AfterID, f.Limit)
+	rows, err := q.r.QueryContext(ctx, q.sql(listSQL), string(f.State), f.Queue, f.Kind, f.AfterID, f.Limit, f.UniqueKey)
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", classify(err))
 	}

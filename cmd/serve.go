@@ -1,0 +1,108 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/web"
+	"github.com/liteq/lite/lite/web/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// serveShutdown is how long requests in flight may finish at shutdown.
+const serveShutdown = 5 * time.Second
+
+// ServeCmd serves the dashboard, the JSON API and the metrics, with
+// workers when it is given a command.
+type ServeCmd struct {
+	Addr      string   `default:"127.0.0.1:8080" help:"Address to listen on. Any but a loopback one needs a token."`
+	Token     string   `env:"LITE_TOKEN" help:"Token every request must carry (Authorization: Bearer, or the login form)."`
+	ReadOnly  bool     `help:"Serve no actions: no retry, cancel, release or purge."`
+	AllowHost []string `placeholder:"NAME" help:"Another name the server is reached by, as browsers send it in the Host header; repeat for more (\"*\" for any: only with a token)."`
+	workerFlags
+	Command []string `arg:"" optional:"" passthrough:"" help:"A command to run once per job, after --, as lite work runs it (default: serve only)."`
+}
+
+// Validate refuses to serve off loopback without a token, and checks the
+// workers' flags when there is a command.
+func (c *ServeCmd) Validate(kctx *kong.Context) error {
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", c.Addr, err)
+	}
+	if !loopback(host) && c.Token == "" {
+		return fmt.Errorf("--addr %s is not a loopback address: give a --token (or LITE_TOKEN), or listen on 127.0.0.1", c.Addr)
+	}
+	if len(argv(c.Command)) == 0 {
+		return nil
+	}
+	if !slices.Contains(kctx.Args, "--") {
+		return errors.New("give the workers' command after --, as in: lite serve -- ./handler.sh")
+	}
+	return c.validate(argv(c.Command))
+}
+
+// loopback reports whether host, of an --addr, is this machine alone. An
+// empty host listens on every interface.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Run serves until SIGINT or SIGTERM, then lets requests in flight finish
+// and, with workers, shuts them down as lite work does.
+func (c *ServeCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	hosts := slices.Clone(c.AllowHost)
+	if host, _, _ := net.SplitHostPort(c.Addr); host != "" && !net.ParseIP(host).IsUnspecified() {
+		hosts = append(hosts, host)
+	}
+	var collectors []prometheus.Collector
+	var onEvent func(lite.Event)
+	if len(argv(c.Command)) > 0 {
+		outcomes := metrics.NewOutcomes()
+		collectors, onEvent = append(collectors, outcomes), outcomes.OnEvent
+	}
+	srv := &http.Server{
+		Handler: web.Handler(q, web.Options{Token: c.Token, ReadOnly: c.ReadOnly, Hosts: hosts,
+			Metrics: metrics.Handler(q, collectors...)}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	fmt.Fprintf(env.Stderr, "lite: serving http://%s/\n", ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	// A listener that fails stops the workers too, gracefully.
+	work, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	worked := make(chan error, 1)
+	if onEvent != nil {
+		go func() { worked <- c.work(work, env, g, q, argv(c.Command), false, onEvent) }()
+	} else {
+		close(worked)
+	}
+	select {
+	case err = <-served:
+		stopWork()
+	case <-ctx.Done():
+	}
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveShutdown)
+	defer cancel()
+	err = errors.Join(err, srv.Shutdown(stop))
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return errors.Join(err, <-worked)
+}

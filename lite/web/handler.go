@@ -1,0 +1,57 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/liteq/lite/lite"
+)
+
+// Options configure the handler. The zero value serves every page and
+// action, without a token, to requests addressed to the loopback names.
+type Options struct {
+	// Token, when set, is required on every request: as
+	// "Authorization: Bearer TOKEN" for the API and /metrics, or through
+	// the login form, which sets a session cookie, for the browser.
+	Token string
+	// ReadOnly leaves out every action: none is rendered, and a posted
+	// one is refused with 403.
+	ReadOnly bool
+	// Hosts are the names (or addresses) the server is reached by, as the
+	// Host header gives them; a port is ignored. localhost, 127.0.0.1 and
+	// ::1 are always allowed; "*" allows any name, which is only wise with
+	// a Token. A request for another host is refused, so that a web page
+	// on a name rebound to 127.0.0.1 cannot read the dashboard.
+	Hosts []string
+	// Metrics, if set, is served at metrics behind the same checks (see
+	// package metrics).
+	Metrics http.Handler
+	// Now is the clock for ages shown (heartbeat, oldest ready job).
+	// Default time.Now.
+	Now func() time.Time
+}
+
+// Handler serves the dashboard, the JSON API and, with Options.Metrics,
+// the metrics of q. Mount it at the root of a server or under a prefix
+// with http.StripPrefix.
+func Handler(q *lite.Queue, opts Options) http.Handler {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &server{q: q, opts: opts, pages: mustParsePages(opts.Now)}
+	mux := http.NewServeMux()
+	s.routePages(mux)
+	s.routeAPI(mux)
+	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", opts.Metrics)
+	}
+	return s.guard(mux)
+}
+
+// server holds what every page and API call needs.
+type server struct {
+	q     *lite.Queue
+	opts  Options
+	pages pages
+}

@@ -1,0 +1,126 @@
+package web_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
+	"github.com/liteq/lite/lite/web"
+	"github.com/matryer/is"
+)
+
+// hostile is text a job's enqueuer or handler controls, as it would try to
+// break out of the page or a terminal. lite refuses control characters in
+// queue names, kinds and unique keys (hostileName), not in payloads,
+// errors or worker identities.
+const (
+	hostileName = "<script>alert(1)</script></textarea><img src=x onerror=alert(2)>\"'javascript:alert(3)"
+	hostile     = hostileName + "\x1b[2J\u202e"
+)
+
+// hostileJob enqueues a job whose every text field is hostile, leases it and
+// fails it with a hostile error, so that it is dead with all of them set.
+func hostileJob(t *testing.T, q *lite.Queue) int64 {
+	t.Helper()
+	id := enqueue(t, q, lite.NewJob{Queue: hostileName, Kind: hostileName, Payload: []byte(hostile), UniqueKey: hostileName, MaxAttempts: 1})
+	leased, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{hostileName}, Max: 1, LockedBy: hostile})
+	if err != nil || len(leased) != 1 {
+		t.Fatalf("lease: %v", err)
+	}
+	if err := q.AckFailed(t.Context(), leased[0].Lease(), errors.New(hostile)); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func TestHostileFieldsShowAsText(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
+		id := hostileJob(t, q)
+		h := handler(q, clock, web.Options{})
+		pages := []string{
+			"/", "/live", "/jobs", fmt.Sprintf("/jobs/%d", id),
+			fmt.Sprintf("/jobs/%d/confirm?action=retry", id),
+			"/jobs?queue=" + url.QueryEscape(hostileName) + "&key=" + url.QueryEscape(hostile),
+			"/workers",
+		}
+		for _, page := range pages {
+			t.Run(page, func(t *testing.T) {
+				is := is.New(t)
+				w := get(h, page)
+				is.Equal(w.Code, http.StatusOK)
+				body := w.Body.String()
+				is.True(!strings.Contains(body, "<script>alert"))
+				is.True(!strings.Contains(body, "</textarea>"))
+				is.True(!strings.Contains(body, "<img"))
+				is.True(!strings.Contains(body, `href="javascript:`))
+				is.True(!strings.Contains(body, "\x1b")) // a terminal escape never passes
+				is.True(!strings.Contains(body, "\u202e"))
+			})
+		}
+		t.Run("the job's page shows each field escaped, as text", func(t *testing.T) {
+			is := is.New(t)
+			body := get(h, fmt.Sprintf("/jobs/%d", id)).Body.String()
+			shown := "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/textarea&gt;&lt;img src=x onerror=alert(2)&gt;&#34;&#39;javascript:alert(3)\\x1b[2J\\u202e"
+			is.Equal(strings.Count(body, shown), 3) // locked by, payload, error
+			name := "<dd>" + shown[:len(shown)-len(`\x1b[2J\u202e`)] + "</dd>"
+			is.Equal(strings.Count(body, name), 3) // queue, kind, unique key
+
+		})
+		t.Run("the API gives the fields as JSON strings", func(t *testing.T) {
+			is := is.New(t)
+			var j lite.Job
+			decode(t, get(h, fmt.Sprintf("/api/jobs/%d", id)).Body.Bytes(), &j)
+			is.Equal(j.Kind, hostileName)
+			is.Equal(string(j.Payload), hostile)
+			is.Equal(j.Errors[0].Error, hostile)
+		})
+	})
+}
+
+func TestMountedUnderAPrefix(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
+		ids := seed(t, q, clock)
+		mux := http.NewServeMux()
+		mux.Handle("/queue/", http.StripPrefix("/queue", handler(q, clock, web.Options{})))
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "the program's own", http.StatusTeapot) })
+		resolve := func(page, link string) string {
+			base, _ := url.Parse("http://127.0.0.1:8080" + page)
+			ref, _ := url.Parse(link)
+			return base.ResolveReference(ref).Path
+		}
+
+		t.Run("links resolve under the prefix", func(t *testing.T) {
+			is := is.New(t)
+			w := get(mux, "/queue/")
+			is.Equal(w.Code, http.StatusOK)
+			is.True(strings.Contains(w.Body.String(), `href="./static/app.css"`))
+			is.Equal(resolve("/queue/", "./static/app.css"), "/queue/static/app.css")
+			is.Equal(get(mux, "/queue/static/app.css").Code, http.StatusOK)
+			page := fmt.Sprintf("/queue/jobs/%d", ids.dead)
+			body := get(mux, page).Body.String()
+			link := fmt.Sprintf("../jobs/%d/confirm?action=retry", ids.dead)
+			is.True(strings.Contains(body, `href="`+link+`"`))
+			is.Equal(get(mux, resolve(page, link)+"?action=retry").Code, http.StatusOK)
+		})
+
+		t.Run("an action redirects under the prefix", func(t *testing.T) {
+			is := is.New(t)
+			page := fmt.Sprintf("/queue/jobs/%d/retry", ids.dead)
+			w := post(mux, page, nil)
+			is.Equal(w.Code, http.StatusSeeOther)
+			is.Equal(resolve(page, w.Header().Get("Location")), fmt.Sprintf("/queue/jobs/%d", ids.dead))
+			is.Equal(state(t, q, ids.dead), lite.StateAvailable)
+		})
+
+		t.Run("the API answers under the prefix, and the program keeps the rest", func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(get(mux, "/queue/api/stats").Code, http.StatusOK)
+			is.Equal(get(mux, "/api/stats").Code, http.StatusTeapot)
+		})
+	})
+}

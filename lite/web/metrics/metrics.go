@@ -1,0 +1,104 @@
+// Package metrics exposes a lite queue to Prometheus: its available and
+// running jobs by queue and the age of each queue's oldest ready job, read
+// from the database at each scrape (so every process on the file is
+// counted), and the outcomes a worker of this process reported, through
+// Outcomes. Finished jobs are counted by those outcomes rather than read:
+// counting a million finished rows at every scrape would cost seconds.
+//
+// It is a package of its own so that a program that mounts the dashboard
+// (package web) without metrics does not link the Prometheus client:
+//
+//	outcomes := metrics.NewOutcomes()
+//	w, err := lite.NewWorker(q, lite.WorkerOptions{OnEvent: outcomes.OnEvent})
+//	h := web.Handler(q, web.Options{Metrics: metrics.Handler(q, outcomes)})
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// scrapeTimeout bounds the database read of one scrape: Collect is given
+// no context, and a scrape that hangs on a locked file helps no one.
+const scrapeTimeout = 5 * time.Second
+
+// Handler serves the metrics of q, and of each extra collector (such as
+// an Outcomes), in the Prometheus text format, from a registry of its own.
+func Handler(q *lite.Queue, extra ...prometheus.Collector) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(q))
+	reg.MustRegister(extra...)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+}
+
+var (
+	jobsDesc = prometheus.NewDesc("lite_jobs", "Unfinished jobs in the database (available, running), by queue and state.",
+		[]string{"queue", "state"}, nil)
+	oldestDesc = prometheus.NewDesc("lite_oldest_ready_seconds",
+		"How long the oldest available job whose run_at has come has waited, by queue; 0 when none waits.",
+		[]string{"queue"}, nil)
+)
+
+// collector reads q's stats at each scrape.
+type collector struct{ q *lite.Queue }
+
+// NewCollector is a collector of q's available and running jobs by queue
+// (lite_jobs, with a state label) and of each queue's oldest ready age
+// (lite_oldest_ready_seconds), for a program that has a Prometheus
+// registry of its own.
+func NewCollector(q *lite.Queue) prometheus.Collector { return collector{q} }
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- jobsDesc
+	ch <- oldestDesc
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	stats, err := c.q.Backlog(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(jobsDesc, err)
+		return
+	}
+	for _, s := range stats {
+		for _, state := range []lite.State{lite.StateAvailable, lite.StateRunning} {
+			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.Counts[state]), s.Queue, string(state))
+		}
+		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestReady.Seconds(), s.Queue)
+	}
+}
+
+// Outcomes counts the events of this process's workers by queue and event
+// (lite_worker_events_total): started, done, failed, snoozed, released,
+// reclaimed, lease lost. Plug its OnEvent into WorkerOptions.OnEvent.
+type Outcomes struct{ events *prometheus.CounterVec }
+
+// NewOutcomes makes an Outcomes with every count at zero.
+func NewOutcomes() *Outcomes {
+	return &Outcomes{events: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lite_worker_events_total",
+		Help: "Events of this process's workers, by queue and event.",
+	}, []string{"queue", "event"})}
+}
+
+// OnEvent counts e. It never blocks, as WorkerOptions.OnEvent must not.
+// A reclaimed job's event carries no job, so its queue is empty.
+func (o *Outcomes) OnEvent(e lite.Event) {
+	queue := ""
+	if e.Job != nil {
+		queue = e.Job.Queue
+	}
+	o.events.WithLabelValues(queue, string(e.Kind)).Inc()
+}
+
+// Describe is prometheus.Collector's.
+func (o *Outcomes) Describe(ch chan<- *prometheus.Desc) { o.events.Describe(ch) }
+
+// Collect is prometheus.Collector's.
+func (o *Outcomes) Collect(ch chan<- prometheus.Metric) { o.events.Collect(ch) }

@@ -1,0 +1,44 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
+	"github.com/liteq/lite/lite/web"
+	"github.com/liteq/lite/lite/web/metrics"
+	"github.com/matryer/is"
+)
+
+func TestMetrics(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
+		is := is.New(t)
+		seed(t, q, clock)
+		outcomes := metrics.NewOutcomes()
+		w, err := lite.NewWorker(q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{"emails": {}}, OnEvent: outcomes.OnEvent})
+		is.NoErr(err)
+		w.Handle("welcome", func(ctx context.Context, job *lite.Job) error { return errors.New("bounced") })
+		_, err = w.RunOnce(t.Context())
+		is.NoErr(err)
+		w.Wait()
+		h := handler(q, clock, web.Options{Token: "s3cret", Metrics: metrics.Handler(q, outcomes)})
+
+		is.Equal(get(h, "/metrics").Code, http.StatusUnauthorized) // behind the token too
+		resp := do(h, request{method: http.MethodGet, target: "/metrics", header: map[string]string{"Authorization": "Bearer s3cret"}})
+		is.Equal(resp.Code, http.StatusOK)
+		body := resp.Body.String()
+		for _, line := range []string{
+			`lite_jobs{queue="emails",state="available"} 1`, // the welcome job, back to wait out its backoff
+			`lite_jobs{queue="emails",state="running"} 1`,   // seed's, leased by worker-1
+			`lite_oldest_ready_seconds{queue="emails"} 0`,   // its backoff has not passed
+			`lite_worker_events_total{event="started",queue="emails"} 1`,
+			`lite_worker_events_total{event="failed",queue="emails"} 1`,
+		} {
+			is.True(strings.Contains(body, line+"\n")) // the line
+		}
+	})
+}

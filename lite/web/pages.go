@@ -1,0 +1,359 @@
+package web
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"io/fs"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/liteq/lite/lite"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticDir embed.FS
+
+func staticFiles() http.Handler {
+	sub, err := fs.Sub(staticDir, "static")
+	if err != nil {
+		panic(err) // unreachable: the directory is embedded
+	}
+	return http.FileServerFS(sub)
+}
+
+// pages are the templates, one set per page, each with the layout.
+type pages map[string]*template.Template
+
+// mustParsePages parses the embedded templates; now is the clock ages
+// are shown by.
+func mustParsePages(now func() time.Time) pages {
+	funcs := template.FuncMap{
+		"field": field,
+		"lines": block,
+		"when":  func(t time.Time) string { return when(t, now()) },
+		"age":   age,
+		"rowOf": func(root string, row queueRow) rowContext { return rowContext{root, row} },
+	}
+	names, err := fs.Glob(templateFiles, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	p := pages{}
+	for _, name := range names {
+		base := name[len("templates/") : len(name)-len(".html")]
+		if base == "layout" {
+			continue
+		}
+		p[base] = template.Must(template.New(base).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", name))
+	}
+	return p
+}
+
+// page is what every template gets: Data is the page's own.
+type page struct {
+	Root     string // the handler's root, relative to this page
+	ReadOnly bool
+	Token    bool // a token is set: offer to log out
+	Data     any
+}
+
+// render writes the named page with data.
+func (s *server) render(w http.ResponseWriter, r *http.Request, code int, name string, data any) {
+	s.renderPart(w, r, code, name, "layout", data)
+}
+
+// renderPart writes the template tmpl of the named page: "layout" for the
+// whole page. It renders into a buffer first, so that a template error is
+// a clean 500 rather than half a page.
+func (s *server) renderPart(w http.ResponseWriter, r *http.Request, code int, name, tmpl string, data any) {
+	var buf bytes.Buffer
+	err := s.pages[name].ExecuteTemplate(&buf, tmpl, page{Root: root(r), ReadOnly: s.opts.ReadOnly, Token: s.opts.Token != "", Data: data})
+	if err != nil {
+		http.Error(w, "rendering "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// when is t as UTC with how long ago it was; a zero t is a dash.
+func when(t, now time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	d := now.Sub(t)
+	rel := age(d) + " ago"
+	if d < 0 {
+		rel = "in " + age(-d)
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z") + " (" + rel + ")"
+}
+
+// age is d rounded for reading: 850ms, 42s, 3m10s, 5h2m, 3d4h.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	days := d / (24 * time.Hour)
+	return strconv.FormatInt(int64(days), 10) + "d" + strconv.FormatInt(int64((d-days*24*time.Hour)/time.Hour), 10) + "h"
+}
+
+// routePages serves the dashboard's pages.
+func (s *server) routePages(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		s.overview(w, r, "layout")
+	})
+	mux.HandleFunc("GET /live", func(w http.ResponseWriter, r *http.Request) {
+		s.overview(w, r, "queues")
+	})
+	mux.HandleFunc("GET /jobs", s.jobsPage)
+	mux.HandleFunc("GET /jobs/{id}", s.jobPage)
+	mux.HandleFunc("GET /jobs/{id}/confirm", s.confirmPage)
+	for _, a := range jobActions {
+		mux.HandleFunc("/jobs/{id}/"+a.Name, s.postOnly(func(w http.ResponseWriter, r *http.Request) {
+			id, err := s.actionID(w, r)
+			if err != nil {
+				return
+			}
+			if err := a.do(r.Context(), s.q, id); err != nil {
+				s.fail(w, r, status(err), err.Error())
+				return
+			}
+			seeOther(w, root(r)+"jobs/"+strconv.FormatInt(id, 10))
+		}))
+	}
+	mux.HandleFunc("GET /purge", s.purgePage)
+	mux.HandleFunc("POST /purge", func(w http.ResponseWriter, r *http.Request) {
+		if s.refuseReadOnly(w, r) {
+			return
+		}
+		p, err := parsePurge(r, s.opts.Now())
+		if err != nil {
+			s.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+		n, err := s.q.Purge(r.Context(), p.before, p.states...)
+		if err != nil {
+			s.fail(w, r, status(err), err.Error())
+			return
+		}
+		s.render(w, r, http.StatusOK, "purge", purgeView{Deleted: &n})
+	})
+	mux.HandleFunc("GET /workers", func(w http.ResponseWriter, r *http.Request) {
+		ws, err := s.workers(r)
+		if err != nil {
+			s.fail(w, r, status(err), err.Error())
+			return
+		}
+		s.render(w, r, http.StatusOK, "workers", ws)
+	})
+	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, r, http.StatusOK, "login", nil)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, "no such page")
+	})
+}
+
+// queueRow is one queue on the overview: its backlog by state, and its
+// jobs done and dead in the chart's window. Paused or limited queues, and
+// a queue's actions, belong here when the library has them.
+type queueRow struct {
+	Queue       string
+	Counts      []stateCount
+	OldestReady time.Duration
+	Chart       chart
+}
+
+// stateCount is a number of a queue's jobs in a state, linked to them.
+type stateCount struct {
+	State lite.State
+	N     int64
+}
+
+// rowContext is what the queue row's template gets: it is rendered
+// inside a range, out of reach of the page's Root.
+type rowContext struct {
+	Root string
+	Row  queueRow
+}
+
+// overview renders the overview page, or with "queues" the part of it
+// that the page's script fetches again every few seconds. It counts no
+// finished job but those of the chart's window: Backlog and Throughput
+// read the partial indexes, so the page costs the same on a file that
+// keeps a million finished jobs as on a new one.
+func (s *server) overview(w http.ResponseWriter, r *http.Request, tmpl string) {
+	backlog, err := s.q.Backlog(r.Context())
+	if err != nil {
+		s.fail(w, r, status(err), err.Error())
+		return
+	}
+	t, err := s.q.Throughput(r.Context(), chartWindow)
+	if err != nil {
+		s.fail(w, r, status(err), err.Error())
+		return
+	}
+	s.renderPart(w, r, http.StatusOK, "overview", tmpl, queueRows(backlog, charts(t, s.opts.Now())))
+}
+
+// queueRows is a row for each queue with a backlog or finished jobs in
+// the chart, in queue order.
+func queueRows(backlog []lite.QueueStats, charts map[string]chart) []queueRow {
+	byQueue := map[string]lite.QueueStats{}
+	for _, b := range backlog {
+		byQueue[b.Queue] = b
+	}
+	for q := range charts {
+		if _, ok := byQueue[q]; !ok {
+			byQueue[q] = lite.QueueStats{Queue: q}
+		}
+	}
+	rows := make([]queueRow, 0, len(byQueue))
+	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
+		b, c := byQueue[q], charts[q]
+		rows = append(rows, queueRow{Queue: q, OldestReady: b.OldestReady, Chart: c, Counts: []stateCount{
+			{lite.StateAvailable, b.Counts[lite.StateAvailable]},
+			{lite.StateRunning, b.Counts[lite.StateRunning]},
+			{lite.StateDone, c.Done},
+			{lite.StateDead, c.Dead},
+		}})
+	}
+	return rows
+}
+
+// jobsView is the jobs page: the filter, a page of jobs and the next
+// page's after=.
+type jobsView struct {
+	Filter lite.ListFilter
+	States []lite.State
+	Jobs   []*lite.Job
+	Next   int64
+}
+
+func (s *server) jobsPage(w http.ResponseWriter, r *http.Request) {
+	if id := r.URL.Query().Get("id"); id != "" {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil && n > 0 {
+			seeOther(w, root(r)+"jobs/"+strconv.FormatInt(n, 10))
+			return
+		}
+		s.fail(w, r, http.StatusBadRequest, "a job id is a positive number")
+		return
+	}
+	f, err := parseFilter(r)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	jobs, err := s.q.List(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, status(err), err.Error())
+		return
+	}
+	s.render(w, r, http.StatusOK, "jobs", jobsView{Filter: f, States: lite.States, Jobs: jobs, Next: next(jobs, f)})
+}
+
+// jobView is a job's page.
+type jobView struct {
+	Job                     *lite.Job
+	Payload, Result         string
+	PayloadJSON, ResultJSON bool
+	HeartbeatAge            time.Duration
+	Actions                 []jobAction
+}
+
+func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
+	j, ok := s.job(w, r)
+	if !ok {
+		return
+	}
+	v := jobView{Job: j}
+	v.Payload, v.PayloadJSON = content(j.Payload)
+	v.Result, v.ResultJSON = content(j.Result)
+	if !j.HeartbeatAt.IsZero() {
+		v.HeartbeatAge = s.opts.Now().Sub(j.HeartbeatAt)
+	}
+	for _, a := range jobActions {
+		if !s.opts.ReadOnly && a.Applies(j) {
+			v.Actions = append(v.Actions, a)
+		}
+	}
+	s.render(w, r, http.StatusOK, "job", v)
+}
+
+// job reads the job the path names; on an error it writes the answer.
+func (s *server) job(w http.ResponseWriter, r *http.Request) (*lite.Job, bool) {
+	id, err := pathID(r)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err.Error())
+		return nil, false
+	}
+	j, err := s.q.Get(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, status(err), err.Error())
+		return nil, false
+	}
+	return j, true
+}
+
+// confirmView asks before an action on a job.
+type confirmView struct {
+	Job    *lite.Job
+	Action jobAction
+}
+
+func (s *server) confirmPage(w http.ResponseWriter, r *http.Request) {
+	if s.refuseReadOnly(w, r) {
+		return
+	}
+	a, ok := findJobAction(r.URL.Query().Get("action"))
+	if !ok {
+		s.fail(w, r, http.StatusBadRequest, "no such action")
+		return
+	}
+	j, ok := s.job(w, r)
+	if !ok {
+		return
+	}
+	s.render(w, r, http.StatusOK, "confirm", confirmView{Job: j, Action: a})
+}
+
+// purgeView is the purge page: the form, its confirmation (Confirm with
+// the parsed request), or the outcome (Deleted).
+type purgeView struct {
+	Confirm   bool
+	State     string
+	OlderThan string
+	Before    time.Time
+	Deleted   *int64
+}
+
+func (s *server) purgePage(w http.ResponseWriter, r *http.Request) {
+	if s.refuseReadOnly(w, r) {
+		return
+	}
+	if r.FormValue("older_than") == "" {
+		s.render(w, r, http.StatusOK, "purge", purgeView{})
+		return
+	}
+	p, err := parsePurge(r, s.opts.Now())
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.render(w, r, http.StatusOK, "purge", purgeView{Confirm: true, State: r.FormValue("state"),
+		OlderThan: p.olderThan.String(), Before: p.before})
+}
