@@ -475,10 +475,10 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 	out := mustLite(t, filepath.Join(t.TempDir(), "unused.db"), "", "--json", "bench", "--sync", "normal", "--runs", "2",
 		"--duration", "50ms", "--big-rows", "2000", "--samples", "5", "--processes", "2", "--prefill", "20000", "--drain-jobs", "2000", "--dir", t.TempDir())
 	is.NoErr(json.Unmarshal([]byte(out), &rows))
-	// 3 references; 12 of lite's figures: 2 enqueue, 4 worker, p50 and
+	// 3 references; 13 of lite's figures: 3 enqueue, 4 worker, p50 and
 	// p99 of 2 latencies, processes and their busy errors, a drain's rate;
 	// 3 of memory.
-	is.Equal(len(rows), 19)
+	is.Equal(len(rows), 20)
 	memory := 0
 	for _, r := range rows {
 		if r.Unit == "errors" {
@@ -541,6 +541,7 @@ func TestBenchOnPostgresPrintsEveryFigure(t *testing.T) {
 		{"raw insert ", "jobs/s", ""},
 		{"R2 (claim 100 with SKIP LOCKED", "jobs/s", ""},
 		{"enqueue, one per call", "jobs/s", ""},
+		{"enqueue, batches of 100", "jobs/s", ""},
 		{"enqueue, batches of 1000", "jobs/s", ""},
 		{"worker, no-op handler, concurrency 16", "jobs/s", ""},
 		{"worker, no-op handler, concurrency 256", "jobs/s", ">= 0.5x"},

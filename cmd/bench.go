@@ -186,12 +186,11 @@ func (r *benchRun) all(ctx context.Context) error {
 			Value: rate, Unit: "jobs/s"})
 	}
 
-	single, batch, err := r.enqueue(ctx)
+	rates, err := r.enqueue(ctx)
 	if err != nil {
 		return err
 	}
-	r.ratio("enqueue, one per call", single, "raw insert", 0.9)
-	r.ratio("enqueue, batches of 1000", batch, "raw insert", 3)
+	r.addEnqueue(rates, 0.9, 3.5)
 
 	if err := r.workers(ctx, []workerFigure{{1, "R1", 1}, {16, "R2", 0.6}, {256, "R2", 0.9}}); err != nil {
 		return err
@@ -319,26 +318,48 @@ func (r *benchRun) close(q *lite.Queue, db string) {
 	}
 }
 
-func (r *benchRun) enqueue(ctx context.Context) (single, batch float64, err error) {
+// enqueueSizes are the batch sizes of the batched enqueue figures.
+var enqueueSizes = []int{100, 1000}
+
+// enqueue measures Enqueue one job per call, then EnqueueBatch at each
+// of enqueueSizes: rates[0] is one per call, rates[i] batches of
+// enqueueSizes[i-1].
+func (r *benchRun) enqueue(ctx context.Context) (rates []float64, err error) {
 	q, db, err := r.open(ctx, "enqueue.db")
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer r.close(q, db)
 	job := lite.NewJob{Queue: "bench", Kind: "noop", Payload: []byte("{}")}
-	single, err = timed(r.c.Duration, func() (int, error) {
+	single, err := timed(r.c.Duration, func() (int, error) {
 		_, err := q.Enqueue(ctx, job)
 		return 1, err
 	})
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	jobs := slices.Repeat([]lite.NewJob{job}, 1000)
-	batch, err = timed(r.c.Duration, func() (int, error) {
-		_, err := q.EnqueueBatch(ctx, jobs)
-		return len(jobs), err
-	})
-	return single, batch, err
+	rates = append(rates, single)
+	for _, size := range enqueueSizes {
+		jobs := slices.Repeat([]lite.NewJob{job}, size)
+		batch, err := timed(r.c.Duration, func() (int, error) {
+			_, err := q.EnqueueBatch(ctx, jobs)
+			return len(jobs), err
+		})
+		if err != nil {
+			return nil, err
+		}
+		rates = append(rates, batch)
+	}
+	return rates, nil
+}
+
+// addEnqueue adds the enqueue figures, with targets when one per call and
+// batches have them (> 0).
+func (r *benchRun) addEnqueue(rates []float64, single, batches float64) {
+	r.ratio("enqueue, one per call", rates[0], "raw insert", single)
+	for i, size := range enqueueSizes {
+		r.ratio(fmt.Sprintf("enqueue, batches of %d", size), rates[i+1], "raw insert", batches)
+	}
 }
 
 // fill inserts n jobs in state straight into lite's table, far faster

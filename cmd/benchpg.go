@@ -69,12 +69,11 @@ func (r *benchRun) allServer(ctx context.Context) error {
 		r.add(benchRow{Figure: ref.name + " " + ref.about, Value: rate, Unit: "jobs/s"})
 	}
 
-	single, batch, err := r.enqueue(ctx)
+	rates, err := r.enqueue(ctx)
 	if err != nil {
 		return err
 	}
-	r.ratio("enqueue, one per call", single, "raw insert", 0)
-	r.ratio("enqueue, batches of 1000", batch, "raw insert", 0)
+	r.addEnqueue(rates, 0, 0)
 
 	if err := r.workers(ctx, []workerFigure{{16, "R2", 0}, {256, "R2", 0.5}}); err != nil {
 		return err
