@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/liteq/lite/lite"
@@ -31,6 +30,7 @@ type BenchCmd struct {
 	Samples   int           `default:"200" help:"Jobs per latency figure."`
 	Prefill   int           `help:"Jobs waiting at the start of each throughput figure (default, per second of --duration: 300k with NORMAL, 100k with FULL, 50k on PostgreSQL)."`
 	DrainJobs int           `default:"1000000" help:"Jobs a child process drains, with NORMAL, for the peak RSS figure."`
+	Runs      int           `default:"1" help:"Measure every figure this many times and print each one's median and range."`
 }
 
 // benchRow is one figure of the report.
@@ -43,6 +43,24 @@ type benchRow struct {
 	Against string  `json:"against,omitempty"`
 	Target  string  `json:"target,omitempty"`
 	Met     *bool   `json:"met,omitempty"`
+	// With --runs above 1, Value and Ratio are medians, and these their
+	// ranges over Runs runs.
+	Min      float64 `json:"min,omitempty"`
+	Max      float64 `json:"max,omitempty"`
+	RatioMin float64 `json:"ratio_min,omitempty"`
+	RatioMax float64 `json:"ratio_max,omitempty"`
+	Runs     int     `json:"runs,omitempty"`
+	// goal says whether the row meets its target, nil if it has none: it
+	// is judged again on the medians of several runs.
+	goal func(benchRow) bool
+}
+
+// judge sets Met from the row's goal.
+func (row *benchRow) judge() {
+	if row.goal != nil {
+		met := row.goal(*row)
+		row.Met = &met
+	}
 }
 
 type benchRun struct {
@@ -59,6 +77,14 @@ type benchRun struct {
 	childRSS uint64
 }
 
+// Validate refuses a bench that would measure nothing.
+func (c *BenchCmd) Validate() error {
+	if c.Runs < 1 {
+		return fmt.Errorf("--runs %d: must be at least 1", c.Runs)
+	}
+	return nil
+}
+
 // Run measures every figure and prints the table, or JSON with --json.
 func (c *BenchCmd) Run(ctx context.Context, env Env, g *Globals) error {
 	if lite.IsServerURL(g.DB) {
@@ -73,22 +99,31 @@ func (c *BenchCmd) Run(ctx context.Context, env Env, g *Globals) error {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	var rows []benchRow
+	var runs [][]benchRow
 	var childRSS uint64
-	for _, name := range c.Sync {
-		r := &benchRun{c: c, dir: filepath.Join(dir, name), name: name, refs: map[string]float64{},
-			sync: map[string]lite.Synchronous{"normal": lite.SyncNormal, "full": lite.SyncFull}[name]}
-		if err := os.MkdirAll(r.dir, 0o700); err != nil {
-			return err
+	for run := range c.Runs {
+		var rows []benchRow
+		for _, name := range c.Sync {
+			r := &benchRun{c: c, dir: filepath.Join(dir, fmt.Sprintf("run-%d", run+1), name), name: name, refs: map[string]float64{},
+				sync: map[string]lite.Synchronous{"normal": lite.SyncNormal, "full": lite.SyncFull}[name]}
+			if err := os.MkdirAll(r.dir, 0o700); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stderr, "run %d of %d: measuring synchronous=%s…\n", run+1, c.Runs, name)
+			if err := r.all(ctx); err != nil {
+				return fmt.Errorf("bench %s: %w", name, err)
+			}
+			rows = append(rows, r.rows...)
+			childRSS = max(childRSS, r.childRSS)
 		}
-		fmt.Fprintf(env.Stderr, "measuring synchronous=%s…\n", name)
-		if err := r.all(ctx); err != nil {
-			return fmt.Errorf("bench %s: %w", name, err)
+		runs = append(runs, rows)
+		if c.Dir == "" { // a run's files are large: keep one run's at a time
+			if err := os.RemoveAll(filepath.Join(dir, fmt.Sprintf("run-%d", run+1))); err != nil {
+				return err
+			}
 		}
-		rows = append(rows, r.rows...)
-		childRSS = max(childRSS, r.childRSS)
 	}
-	return report(env, g, rows, childRSS)
+	return report(env, g, combineRuns(runs), childRSS)
 }
 
 // report prints the figures, with the peak RSS of this process and of
@@ -119,8 +154,9 @@ func (r *benchRun) add(row benchRow) {
 func (r *benchRun) ratio(figure string, rate float64, against string, target float64) {
 	row := benchRow{Figure: figure, Value: rate, Unit: "jobs/s", Ratio: rate / r.refs[against], Against: against}
 	if target > 0 {
-		met := row.Ratio >= target
-		row.Target, row.Met = fmt.Sprintf(">= %.1fx", target), &met
+		row.Target = fmt.Sprintf(">= %.1fx", target)
+		row.goal = func(row benchRow) bool { return row.Ratio >= target }
+		row.judge()
 	}
 	r.add(row)
 }
@@ -150,12 +186,11 @@ func (r *benchRun) all(ctx context.Context) error {
 			Value: rate, Unit: "jobs/s"})
 	}
 
-	single, batch, err := r.enqueue(ctx)
+	rates, err := r.enqueue(ctx)
 	if err != nil {
 		return err
 	}
-	r.ratio("enqueue, one per call", single, "raw insert", 0.9)
-	r.ratio("enqueue, batches of 1000", batch, "raw insert", 3)
+	r.addEnqueue(rates, 0.9, 3.5)
 
 	if err := r.workers(ctx, []workerFigure{{1, "R1", 1}, {16, "R2", 0.6}, {256, "R2", 0.9}}); err != nil {
 		return err
@@ -171,8 +206,8 @@ func (r *benchRun) all(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.ratio(fmt.Sprintf("%d processes on one file, concurrency 64 each (%d busy errors logged)", r.c.Processes, busy),
-		many, "one process", 0.9)
+	r.ratio(fmt.Sprintf("%d processes on one file, concurrency 64 each", r.c.Processes), many, "one process", 0.9)
+	r.add(benchRow{Figure: fmt.Sprintf("busy errors the %d processes logged", r.c.Processes), Value: float64(busy), Unit: "errors"})
 	if r.sync == lite.SyncNormal {
 		return r.drainRSS(ctx)
 	}
@@ -228,9 +263,15 @@ func (r *benchRun) drainRSS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	met := mib(rss) < 100
-	r.add(benchRow{Figure: fmt.Sprintf("peak RSS of a process draining %d jobs, concurrency 256 (%s jobs/s)", r.c.DrainJobs, out),
-		Value: mib(rss), Unit: "MiB", Target: "< 100 MiB", Met: &met})
+	rate, err := strconv.ParseFloat(out, 64)
+	if err != nil {
+		return fmt.Errorf("drain child said %q: %w", out, err)
+	}
+	row := benchRow{Figure: fmt.Sprintf("peak RSS of a process draining %d jobs, concurrency 256", r.c.DrainJobs),
+		Value: mib(rss), Unit: "MiB", Target: "< 100 MiB", goal: func(row benchRow) bool { return row.Value < 100 }}
+	row.judge()
+	r.add(row)
+	r.add(benchRow{Figure: fmt.Sprintf("rate of that drain of %d jobs", r.c.DrainJobs), Value: rate, Unit: "jobs/s"})
 	return nil
 }
 
@@ -277,26 +318,48 @@ func (r *benchRun) close(q *lite.Queue, db string) {
 	}
 }
 
-func (r *benchRun) enqueue(ctx context.Context) (single, batch float64, err error) {
+// enqueueSizes are the batch sizes of the batched enqueue figures.
+var enqueueSizes = []int{100, 1000}
+
+// enqueue measures Enqueue one job per call, then EnqueueBatch at each
+// of enqueueSizes: rates[0] is one per call, rates[i] batches of
+// enqueueSizes[i-1].
+func (r *benchRun) enqueue(ctx context.Context) (rates []float64, err error) {
 	q, db, err := r.open(ctx, "enqueue.db")
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer r.close(q, db)
 	job := lite.NewJob{Queue: "bench", Kind: "noop", Payload: []byte("{}")}
-	single, err = timed(r.c.Duration, func() (int, error) {
+	single, err := timed(r.c.Duration, func() (int, error) {
 		_, err := q.Enqueue(ctx, job)
 		return 1, err
 	})
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	jobs := slices.Repeat([]lite.NewJob{job}, 1000)
-	batch, err = timed(r.c.Duration, func() (int, error) {
-		_, err := q.EnqueueBatch(ctx, jobs)
-		return len(jobs), err
-	})
-	return single, batch, err
+	rates = append(rates, single)
+	for _, size := range enqueueSizes {
+		jobs := slices.Repeat([]lite.NewJob{job}, size)
+		batch, err := timed(r.c.Duration, func() (int, error) {
+			_, err := q.EnqueueBatch(ctx, jobs)
+			return len(jobs), err
+		})
+		if err != nil {
+			return nil, err
+		}
+		rates = append(rates, batch)
+	}
+	return rates, nil
+}
+
+// addEnqueue adds the enqueue figures, with targets when one per call and
+// batches have them (> 0).
+func (r *benchRun) addEnqueue(rates []float64, single, batches float64) {
+	r.ratio("enqueue, one per call", rates[0], "raw insert", single)
+	for i, size := range enqueueSizes {
+		r.ratio(fmt.Sprintf("enqueue, batches of %d", size), rates[i+1], "raw insert", batches)
+	}
 }
 
 // fill inserts n jobs in state straight into lite's table, far faster
@@ -439,28 +502,23 @@ func (r *benchRun) latency(ctx context.Context) (inProcess, crossProcess []time.
 	return inProcess, crossProcess, nil
 }
 
-// addLatency adds a latency figure with its p50 and p99 targets in
-// milliseconds; a target of 0 is none.
+// addLatency adds a latency figure's p50 and p99, each with its target
+// in milliseconds; a target of 0 is none.
 func (r *benchRun) addLatency(figure string, lat []time.Duration, p50, p99 float64) {
 	slices.Sort(lat)
-	at := func(p float64) float64 {
-		return float64(lat[int(p*float64(len(lat)-1))]) / float64(time.Millisecond)
+	for _, p := range []struct {
+		name     string
+		at, goal float64
+	}{{"p50", 0.5, p50}, {"p99", 0.99, p99}} {
+		row := benchRow{Figure: figure, Value: float64(lat[int(p.at*float64(len(lat)-1))]) / float64(time.Millisecond),
+			Unit: "ms " + p.name}
+		if p.goal > 0 {
+			row.Target = fmt.Sprintf("< %g ms", p.goal)
+			row.goal = func(row benchRow) bool { return row.Value < p.goal }
+			row.judge()
+		}
+		r.add(row)
 	}
-	row := benchRow{Figure: figure + fmt.Sprintf(" (p99 %.2f ms, max %.2f ms)", at(0.99), at(1)), Value: at(0.5), Unit: "ms p50"}
-	var targets []string
-	met := true
-	if p50 > 0 {
-		targets = append(targets, fmt.Sprintf("p50 < %g ms", p50))
-		met = met && at(0.5) < p50
-	}
-	if p99 > 0 {
-		targets = append(targets, fmt.Sprintf("p99 < %g ms", p99))
-		met = met && at(0.99) < p99
-	}
-	if len(targets) > 0 {
-		row.Target, row.Met = strings.Join(targets, ", "), &met
-	}
-	r.add(row)
 }
 
 // processes compares several processes draining one database with one:
@@ -623,20 +681,4 @@ func (c *BenchChildCmd) run(ctx context.Context, env Env, g *Globals) error {
 	busy := strings.Count(logs.String(), "database is locked") + strings.Count(logs.String(), "SQLITE_BUSY")
 	_, err = fmt.Fprintf(env.Stdout, "%f %d\n", rate, busy)
 	return err
-}
-
-func printBench(w io.Writer, rows []benchRow) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "sync\tvalue\tunit\tratio\ttarget\tmet\t figure")
-	for _, r := range rows {
-		ratio, met := "", ""
-		if r.Ratio != 0 {
-			ratio = fmt.Sprintf("%.2fx %s", r.Ratio, r.Against)
-		}
-		if r.Met != nil {
-			met = map[bool]string{true: "yes", false: "NO"}[*r.Met]
-		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\t%s\t%s\t %s\n", r.Sync, r.Value, r.Unit, ratio, r.Target, met, r.Figure)
-	}
-	return tw.Flush()
 }

@@ -33,11 +33,18 @@ func (c *BenchCmd) runServer(ctx context.Context, env Env, g *Globals) error {
 	fmt.Fprintf(env.Stderr, "measuring %s (%s), each figure in a schema of its own, %s1, 2…, dropped after it\n",
 		safe(lite.Redact(g.DB)), s.about, s.prefix())
 	fmt.Fprintln(env.Stderr, "skipped on PostgreSQL: --sync (the server's fsync and synchronous_commit decide) and the peak RSS of a --drain-jobs drain")
-	r := &benchRun{c: c, server: s, name: "postgres", refs: map[string]float64{}}
-	if err := r.allServer(ctx); err != nil {
-		return fmt.Errorf("bench postgres: %w", err)
+	var runs [][]benchRow
+	var childRSS uint64
+	for run := range c.Runs {
+		fmt.Fprintf(env.Stderr, "run %d of %d\n", run+1, c.Runs)
+		r := &benchRun{c: c, server: s, name: "postgres", refs: map[string]float64{}}
+		if err := r.allServer(ctx); err != nil {
+			return fmt.Errorf("bench postgres: %w", err)
+		}
+		runs = append(runs, r.rows)
+		childRSS = max(childRSS, r.childRSS)
 	}
-	return report(env, g, r.rows, r.childRSS)
+	return report(env, g, combineRuns(runs), childRSS)
 }
 
 func (r *benchRun) allServer(ctx context.Context) error {
@@ -62,12 +69,11 @@ func (r *benchRun) allServer(ctx context.Context) error {
 		r.add(benchRow{Figure: ref.name + " " + ref.about, Value: rate, Unit: "jobs/s"})
 	}
 
-	single, batch, err := r.enqueue(ctx)
+	rates, err := r.enqueue(ctx)
 	if err != nil {
 		return err
 	}
-	r.ratio("enqueue, one per call", single, "raw insert", 0)
-	r.ratio("enqueue, batches of 1000", batch, "raw insert", 0)
+	r.addEnqueue(rates, 0, 0)
 
 	if err := r.workers(ctx, []workerFigure{{16, "R2", 0}, {256, "R2", 0.5}}); err != nil {
 		return err

@@ -3,8 +3,12 @@ package lite
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -232,8 +236,10 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, er
 		return nil, err
 	}
 	// Prepare outside the transaction: the writer has one connection.
-	if _, err := q.stmts.prepare(ctx, q.sql(insertJobSQL)); err != nil {
-		return nil, fmt.Errorf("enqueue batch: %w", err)
+	for _, s := range []stmt{insertJobSQL, insertManySQL} {
+		if _, err := q.stmts.prepare(ctx, q.sql(s)); err != nil {
+			return nil, fmt.Errorf("enqueue batch: %w", err)
+		}
 	}
 	var out []Enqueued
 	err = q.withTx(ctx, func(tx txConn) (err error) {
@@ -289,8 +295,30 @@ func (q *Queue) validateBatch(jobs []NewJob) ([]jobRow, error) {
 }
 
 // insertBatch inserts validated jobs in order on c, which is inside a
-// transaction; a held unique key is an outcome, not an error.
+// transaction that the caller rolls back (or back to a savepoint) on an
+// error; a held unique key is an outcome, not an error. A batch without
+// unique keys goes in as one statement. If that fails, the jobs go in one
+// by one only to name the job that failed: the error is the failure's,
+// even when every job then goes in, since an error must mean that nothing
+// was written.
 func (q *Queue) insertBatch(ctx context.Context, c conn, rows []jobRow) ([]Enqueued, error) {
+	if len(rows) > 1 && !slices.ContainsFunc(rows, func(r jobRow) bool { return r.uniqueKey.Valid }) {
+		out, err := q.insertMany(ctx, c, rows)
+		if err == nil {
+			return out, nil
+		}
+		if errors.Is(err, errBulkUndone) {
+			if _, named := q.insertEach(ctx, c, rows); named != nil {
+				return nil, named
+			}
+		}
+		return nil, err
+	}
+	return q.insertEach(ctx, c, rows)
+}
+
+// insertEach inserts rows one statement each.
+func (q *Queue) insertEach(ctx context.Context, c conn, rows []jobRow) ([]Enqueued, error) {
 	out := make([]Enqueued, len(rows))
 	for i, r := range rows {
 		id, err := q.insert(ctx, c, r)
@@ -304,6 +332,130 @@ func (q *Queue) insertBatch(ctx context.Context, c conn, rows []jobRow) ([]Enque
 		out[i] = Enqueued{ID: id}
 	}
 	return out, nil
+}
+
+// insertManySQL adds a batch of jobs that hold no unique key in one
+// statement, so that what each statement costs (a cursor on every index,
+// the AUTOINCREMENT counter, a round trip to a server) is paid once per
+// batch rather than once per job: on SQLite that makes a batch about four
+// times faster. The jobs come as one JSON array of
+// [queue, kind, payload in hex, priority, run_at, max_attempts]. Both
+// engines hand out ids in the order rows are inserted, and the rows are
+// inserted in the array's order, so the ids sorted are the jobs' in order.
+var insertManySQL = stmt{
+	sqlite: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at)
+select value ->> 0, value ->> 1, unhex(value ->> 2), value ->> 3, value ->> 4, value ->> 5, ?2
+from json_each(?1) order by key
+returning id`,
+	postgres: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at)
+select j ->> 0, j ->> 1, decode(j ->> 2, 'hex'), (j ->> 3)::bigint, (j ->> 4)::bigint, (j ->> 5)::bigint, $2
+from jsonb_array_elements($1::jsonb) with ordinality as e(j, n) order by n
+returning id`,
+}
+
+// errBulkUndone says that insertMany failed and took back what it wrote,
+// leaving the transaction as it found it.
+var errBulkUndone = errors.New("batch insert undone")
+
+// insertMany inserts rows, none of which has a unique key, with
+// insertManySQL. It runs under a savepoint: a failing statement aborts a
+// PostgreSQL transaction, and the savepoint lets the caller try again job
+// by job. If the failure ended the whole transaction (SQLite rolls it back
+// on an interrupt or a full disk), the rollback to the savepoint fails
+// too and insertMany returns that, not errBulkUndone.
+func (q *Queue) insertMany(ctx context.Context, c conn, rows []jobRow) ([]Enqueued, error) {
+	if _, err := c.ExecContext(ctx, `savepoint lite_bulk`); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	var ids []int64
+	var err error
+	for todo := rows; len(todo) > 0 && err == nil; {
+		n := bulkChunk(todo)
+		ids, err = q.insertManyIDs(ctx, c, todo[:n], ids)
+		todo = todo[n:]
+	}
+	if err == nil && len(ids) != len(rows) {
+		err = fmt.Errorf("%d jobs inserted, %d ids returned", len(rows), len(ids))
+	}
+	cleanup := context.WithoutCancel(ctx)
+	if err != nil {
+		if _, rerr := c.ExecContext(cleanup, `rollback to lite_bulk`); rerr != nil {
+			return nil, errors.Join(err, fmt.Errorf("rollback to savepoint: %w", rerr))
+		}
+		err = fmt.Errorf("%w: %w", errBulkUndone, err)
+	}
+	if _, rerr := c.ExecContext(cleanup, `release lite_bulk`); rerr != nil {
+		return nil, errors.Join(err, fmt.Errorf("release savepoint: %w", rerr))
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(ids)
+	out := make([]Enqueued, len(rows))
+	for i, id := range ids {
+		out[i] = Enqueued{ID: id}
+	}
+	return out, nil
+}
+
+// bulkChunkBytes bounds the payload bytes of one insertManySQL: the JSON
+// holds each payload twice over in hex, and a batch of large payloads
+// should not be held three times in memory at once.
+const bulkChunkBytes = 1 << 20
+
+// bulkChunk is how many of rows, at least one, go in one statement.
+func bulkChunk(rows []jobRow) int {
+	size := 0
+	for i, r := range rows {
+		size += len(r.payload)
+		if size > bulkChunkBytes {
+			return max(i, 1)
+		}
+	}
+	return len(rows)
+}
+
+// insertManyIDs runs insertManySQL on rows and appends every id it
+// returns to ids: until its rows are closed, the statement holds SQLite's
+// write lock.
+func (q *Queue) insertManyIDs(ctx context.Context, c conn, rows []jobRow, ids []int64) ([]int64, error) {
+	jobs := []byte{'['}
+	for i, r := range rows {
+		if i > 0 {
+			jobs = append(jobs, ',')
+		}
+		jobs = append(jobs, '[')
+		for _, name := range []string{r.queue, r.kind} {
+			quoted, err := json.Marshal(name)
+			if err != nil {
+				return nil, err
+			}
+			jobs = append(append(jobs, quoted...), ',')
+		}
+		jobs = append(jobs, '"')
+		jobs = hex.AppendEncode(jobs, r.payload)
+		jobs = append(jobs, '"', ',')
+		jobs = strconv.AppendInt(jobs, int64(r.priority), 10)
+		jobs = append(jobs, ',')
+		jobs = strconv.AppendInt(jobs, r.runAt, 10)
+		jobs = append(jobs, ',')
+		jobs = strconv.AppendInt(jobs, int64(r.maxAttempts), 10)
+		jobs = append(jobs, ']')
+	}
+	jobs = append(jobs, ']')
+	res, err := c.QueryContext(ctx, q.sql(insertManySQL), string(jobs), q.nowMillis())
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	for res.Next() {
+		var id int64
+		if err := res.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, res.Err()
 }
 
 // inSavepoint runs fn inside a savepoint of the caller's transaction and

@@ -2,6 +2,7 @@ package lite_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -309,6 +310,61 @@ func TestEnqueueBatch(t *testing.T) {
 			is.Equal(string(mustGet(t, q, got[2].ID).Payload), "3")
 			is.Equal(countJobs(t, q), 3)
 		})
+
+		t.Run("a batch whose job fails names it and stores nothing", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, nil)
+			failOnKind(t, e, q, "boom")
+			_, err := q.EnqueueBatch(t.Context(), []lite.NewJob{{Kind: "one"}, {Kind: "two"}, {Kind: "boom"}, {Kind: "four"}})
+			is.True(err != nil)
+			is.True(strings.Contains(err.Error(), "enqueue batch: job 2: ")) // tried again job by job to say which
+			is.True(strings.Contains(err.Error(), "refused by trigger"))
+			is.Equal(countJobs(t, q), 0)
+		})
+	})
+}
+
+func TestEnqueueBatchStoresEveryFieldOfEveryJob(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		every := make([]byte, 256)
+		for i := range every {
+			every[i] = byte(i)
+		}
+		var jobs []lite.NewJob
+		for i, p := range []int{math.MaxInt, math.MinInt, 0, -7, 3} {
+			jobs = append(jobs, lite.NewJob{
+				Queue:       []string{"q", `"quoted" \ back`, "mail-日本", "q", "</script>&"}[i],
+				Kind:        []string{"k", "ü", `{"a":1}`, "k", "k"}[i],
+				Payload:     [][]byte{every, nil, []byte("{}"), {0}, []byte(strings.Repeat("x", 3000))}[i],
+				Priority:    p,
+				Delay:       time.Duration(i) * time.Hour,
+				MaxAttempts: i,
+			})
+		}
+		// Past one statement's share of payload bytes, so the batch takes
+		// more than one statement.
+		big := lite.NewJob{Queue: "big", Payload: make([]byte, 700<<10)}
+		jobs = append(jobs, big, big, big)
+		got, err := q.EnqueueBatch(t.Context(), jobs)
+		is.NoErr(err)
+		is.Equal(len(got), len(jobs))
+		for i, want := range jobs {
+			is.True(i == 0 || got[i].ID > got[i-1].ID) // ids in the batch's order
+			is.True(!got[i].Duplicate)
+			j := mustGet(t, q, got[i].ID)
+			is.Equal(j.Queue, want.Queue)
+			is.Equal(j.Kind, cmp.Or(want.Kind, lite.DefaultKind))
+			is.True(bytes.Equal(j.Payload, want.Payload)) // every byte value, and empty
+			is.Equal(j.Priority, want.Priority)
+			is.Equal(j.RunAt.UnixMilli(), clock.Now().Add(want.Delay).UnixMilli())
+			is.Equal(j.MaxAttempts, cmp.Or(want.MaxAttempts, lite.DefaultMaxAttempts))
+			is.Equal(j.State, lite.StateAvailable)
+			is.Equal(j.CreatedAt.UnixMilli(), clock.Now().UnixMilli())
+		}
+		is.Equal(countJobs(t, q), len(jobs))
 	})
 }
 

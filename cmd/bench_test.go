@@ -1,0 +1,90 @@
+package cmd
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+func TestBenchRunsReportTheMedianAndRangeAndJudgeTheMedian(t *testing.T) {
+	is := is.New(t)
+	run := func(rate, ratio, p99 float64) []benchRow {
+		r := &benchRun{name: "normal", refs: map[string]float64{"R2": rate / ratio}}
+		r.ratio("worker", rate, "R2", 0.5)
+		lat := slices.Repeat([]time.Duration{time.Millisecond}, 98) // p99 of 100 samples is the 99th
+		lat = append(lat, time.Duration(p99*float64(time.Millisecond)), time.Second)
+		r.addLatency("latency", lat, 0, 2)
+		return r.rows
+	}
+	// One run misses the ratio target by far and one the latency target:
+	// the medians meet both.
+	rows := combineRuns([][]benchRow{run(100, 0.6, 1), run(300, 0.2, 1.5), run(200, 0.7, 9)})
+	is.Equal(len(rows), 3) // the worker, the latency's p50 and p99
+	worker, p99 := rows[0], rows[2]
+	is.Equal(worker.Runs, 3)
+	is.Equal([]float64{worker.Value, worker.Min, worker.Max}, []float64{200, 100, 300})
+	is.Equal([]float64{worker.Ratio, worker.RatioMin, worker.RatioMax}, []float64{0.6, 0.2, 0.7})
+	is.True(*worker.Met)
+	is.Equal(p99.Unit, "ms p99")
+	is.Equal([]float64{p99.Value, p99.Min, p99.Max}, []float64{1.5, 1, 9})
+	is.True(*p99.Met)
+
+	var out bytes.Buffer
+	is.NoErr(printBench(&out, rows))
+	is.True(strings.Contains(out.String(), "median [lowest–highest] of 3 runs"))
+	is.True(strings.Contains(out.String(), "200.0 [100.0–300.0]"))
+	is.True(strings.Contains(out.String(), "0.60x [0.20–0.70] R2"))
+}
+
+func TestBenchRunsOfAnEvenCountTakeTheMiddleTwo(t *testing.T) {
+	is := is.New(t)
+	row := func(v float64) []benchRow { return []benchRow{{Figure: "f", Value: v, Unit: "jobs/s"}} }
+	rows := combineRuns([][]benchRow{row(4), row(1), row(2), row(10)})
+	is.Equal(rows[0].Value, 3.0)
+	is.Equal(rows[0].Met, (*bool)(nil)) // no target, no verdict
+}
+
+func TestBenchOneRunPrintsNoRange(t *testing.T) {
+	is := is.New(t)
+	r := &benchRun{name: "full", refs: map[string]float64{"raw insert": 100}}
+	r.ratio("enqueue", 50, "raw insert", 0.9)
+	var out bytes.Buffer
+	is.NoErr(printBench(&out, combineRuns([][]benchRow{r.rows})))
+	is.True(!strings.Contains(out.String(), "["))
+	is.True(strings.Contains(out.String(), "0.50x raw insert"))
+	is.True(strings.Contains(out.String(), "NO")) // 0.5 < 0.9
+}
+
+func TestBenchPrefillGrowsWithTheDuration(t *testing.T) {
+	is := is.New(t)
+	prefill := func(sync lite.Synchronous, d time.Duration) int {
+		return (&benchRun{c: &BenchCmd{Duration: d}, sync: sync}).prefill()
+	}
+	for _, sync := range []lite.Synchronous{lite.SyncNormal, lite.SyncFull} {
+		is.Equal(prefill(sync, 2*time.Second), 2*prefill(sync, time.Second))
+		is.Equal(prefill(sync, 10*time.Second), 10*prefill(sync, time.Second))
+	}
+}
+
+// R2 on a fast machine drains its prefill before --duration ends: the
+// figure ends there, with the rate of the time the jobs lasted, rather
+// than failing the whole bench.
+func TestBenchRawBatchedThatRunsOutEndsThere(t *testing.T) {
+	is := is.New(t)
+	db, err := openRaw(t.Context(), t.TempDir(), lite.SyncNormal)
+	is.NoErr(err)
+	defer db.Close()
+	start := time.Now()
+	rate, err := rawBatched(t.Context(), db, time.Hour, 250)
+	is.NoErr(err)
+	is.True(time.Since(start) < time.Hour) // it did not idle out the duration
+	is.True(rate > 0)
+	var done int
+	is.NoErr(db.QueryRowContext(t.Context(), `select count(*) from jobs where state = 'done'`).Scan(&done))
+	is.Equal(done, 250) // every prefilled job, the last short batch too
+}
