@@ -39,6 +39,13 @@ func parseCadence(spec, zone string) (cadence, error) {
 	if err != nil {
 		return cadence{}, fmt.Errorf("spec %q: %w", spec, err)
 	}
+	// robfig rounds an @every of under a second up to one, and drops a
+	// fraction of a second: refuse what it would not do as written.
+	if every, ok := s.(cron.ConstantDelaySchedule); ok {
+		if asked, err := time.ParseDuration(strings.TrimSpace(strings.TrimPrefix(spec, "@every"))); err == nil && asked != every.Delay {
+			return cadence{}, fmt.Errorf("spec %q: @every takes whole seconds, at least one", spec)
+		}
+	}
 	return cadence{spec: s, zone: loc}, nil
 }
 

@@ -273,6 +273,8 @@ func TestSetScheduleRefusesBadInput(t *testing.T) {
 			{"a minute out of range", lite.Schedule{Name: "s", Spec: "61 * * * *"}, `spec "61 * * * *"`},
 			{"an unknown descriptor", lite.Schedule{Name: "s", Spec: "@fortnightly"}, `spec "@fortnightly"`},
 			{"an empty spec", lite.Schedule{Name: "s"}, `spec ""`},
+			{"an @every under a second", lite.Schedule{Name: "s", Spec: "@every 100ms"}, `spec "@every 100ms": @every takes whole seconds, at least one`},
+			{"an @every with a fraction of a second", lite.Schedule{Name: "s", Spec: "@every 1.5s"}, "@every takes whole seconds"},
 			{"a zone in the spec", lite.Schedule{Name: "s", Spec: "CRON_TZ=Asia/Tokyo 0 0 * * *"}, "give the time zone as the schedule's zone"},
 			{"an unknown zone", lite.Schedule{Name: "s", Spec: "@daily", TimeZone: "Mars/Olympus"}, `time zone "Mars/Olympus"`},
 			{"the host's zone", lite.Schedule{Name: "s", Spec: "@daily", TimeZone: "Local"}, `time zone "Local" differs from host to host`},

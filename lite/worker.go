@@ -171,7 +171,8 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 // Run works until ctx ends, then shuts down gracefully: it stops leasing,
 // lets running handlers finish within ShutdownGrace, cancels the rest with
 // ErrShutdown as the cause and releases their leases. It returns nil after
-// a clean stop.
+// a clean stop. While it runs it also fires every due schedule (see
+// Schedule), whatever queues it serves.
 //
 // Run does not wait for a handler that ignores cancellation: after a
 // second ShutdownGrace it releases that handler's lease, frees its slot and

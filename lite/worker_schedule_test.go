@@ -46,3 +46,36 @@ func TestARunningWorkerFiresASchedule(t *testing.T) {
 		}
 	})
 }
+
+// TestAWorkerWithEverySlotBusyStillFires keeps a worker's only slot busy:
+// its schedules still fire on time, their jobs waiting for a slot.
+func TestAWorkerWithEverySlotBusyStillFires(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, nil)
+		w, ev, _ := testWorker(t, q, lite.WorkerOptions{Concurrency: 1, PollInterval: time.Hour})
+		release := make(chan struct{})
+		w.Handle("block", func(ctx context.Context, _ *lite.Job) error {
+			<-release
+			return nil
+		})
+		w.Handle("tick", func(context.Context, *lite.Job) error { return nil })
+		mustEnqueue(t, q, lite.NewJob{Kind: "block"})
+		runWorker(t, w)
+		ev.await(t, lite.EventStarted)
+
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@every 1s", Job: lite.NewJob{Kind: "tick"}})
+		deadline := time.Now().Add(guard)
+		for mustSchedule(t, q, "s").LastRunAt.IsZero() {
+			if time.Now().After(deadline) {
+				t.Fatal("the schedule never fired while the slot was busy")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		ticks, err := q.List(t.Context(), lite.ListFilter{Kind: "tick"})
+		is.NoErr(err)
+		is.True(len(ticks) >= 1)
+		is.Equal(ticks[0].State, lite.StateAvailable) // enqueued, waiting for the busy slot
+		close(release)
+	})
+}
