@@ -15,6 +15,22 @@ const cleanBatch = 200
 // the file system, for the same reason: each step is a write transaction.
 const vacuumStep = 500
 
+// cleanPace is how many times as long as each of its write transactions
+// the cleaner then waits before its next one: it takes at most a fifth of
+// the file's write time, whatever the backlog, and the workers writing
+// beside it keep the rest.
+const cleanPace = 4
+
+// pace waits cleanPace times took, or until ctx ends.
+func pace(ctx context.Context, took time.Duration) {
+	t := time.NewTimer(cleanPace * took)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
 // cleanSQL deletes up to ?3 jobs of one finished state that finished at or
 // before ?2. The finished states are repeated literally so that the
 // partial index on finished jobs serves the walk by finished_at; on
@@ -53,10 +69,13 @@ type CleanReport struct {
 // transaction; then, on a SQLite file created with auto_vacuum =
 // INCREMENTAL (every file lite creates; see Vacuum for older ones), it
 // gives the freed pages back to the file system, in bounded steps too.
-// Running workers call it about once a minute (WorkerOptions.CleanInterval);
-// call it yourself if you turn theirs off. Deletes are idempotent, so
-// processes cleaning at once only share the work. If ctx ends, Clean stops
-// after the batch in progress and reports what it did.
+// Free pages that a Purge left are given back too. After each transaction
+// it waits four times as long as that one took, so it takes at most a
+// fifth of the file's write time from the workers beside it. Running
+// workers call it about once a minute (WorkerOptions.CleanInterval); call
+// it yourself if you turn theirs off. Deletes are idempotent, so processes
+// cleaning at once only share the work. If ctx ends, Clean stops after the
+// transaction in progress and reports what it did.
 func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 	var rep CleanReport
 	r, err := q.retention(ctx)
@@ -72,7 +91,7 @@ func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 			return rep, fmt.Errorf("clean %s jobs: %w", s.state, err)
 		}
 	}
-	if q.engine == engineSQLite && rep.Deleted > 0 && ctx.Err() == nil {
+	if q.engine == engineSQLite && ctx.Err() == nil {
 		freed, err := q.vacuumFreePages(ctx, &rep)
 		rep.FreedPages = freed
 		if err != nil {
@@ -91,7 +110,9 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 		if err != nil {
 			return classify(err)
 		}
-		rep.LongestBatch = max(rep.LongestBatch, time.Since(start))
+		took := time.Since(start)
+		rep.LongestBatch = max(rep.LongestBatch, took)
+		pace(ctx, took)
 		n, err := res.RowsAffected()
 		if err != nil {
 			return classify(err)
@@ -129,7 +150,9 @@ func (q *Queue) vacuumFreePages(ctx context.Context, rep *CleanReport) (int64, e
 		if _, err := q.w.ExecContext(ctx, fmt.Sprintf("pragma incremental_vacuum(%d)", vacuumStep)); err != nil {
 			return freed, classify(err)
 		}
-		rep.LongestBatch = max(rep.LongestBatch, time.Since(start))
+		took := time.Since(start)
+		rep.LongestBatch = max(rep.LongestBatch, took)
+		pace(ctx, took)
 		after, err := q.freePages(ctx)
 		if err != nil {
 			return freed, err
