@@ -2,6 +2,7 @@ package lite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -74,8 +75,9 @@ type CleanReport struct {
 // fifth of the file's write time from the workers beside it. Running
 // workers call it about once a minute (WorkerOptions.CleanInterval); call
 // it yourself if you turn theirs off. Deletes are idempotent, so processes
-// cleaning at once only share the work. If ctx ends, Clean stops after the
-// transaction in progress and reports what it did.
+// cleaning at once only share the work. If ctx ends while it works, Clean
+// stops after the transaction in progress and reports what it did, with
+// no error.
 func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 	var rep CleanReport
 	r, err := q.retention(ctx)
@@ -107,6 +109,9 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 	for ctx.Err() == nil {
 		start := time.Now()
 		res, err := q.writer().ExecContext(ctx, q.sql(cleanSQL), state, cutoff, cleanBatch)
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil // stopped before the statement began
+		}
 		if err != nil {
 			return classify(err)
 		}
@@ -133,6 +138,10 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 // them for its own reuse until `lite vacuum` converts it. Each step counts
 // towards rep.LongestBatch.
 func (q *Queue) vacuumFreePages(ctx context.Context, rep *CleanReport) (int64, error) {
+	// An ended ctx stops the loop between steps, never a statement half-way,
+	// so that a stopped Clean reports no error.
+	stopped := ctx
+	ctx = context.WithoutCancel(ctx)
 	var mode int
 	if err := q.w.QueryRowContext(ctx, "pragma auto_vacuum").Scan(&mode); err != nil {
 		return 0, classify(err)
@@ -141,7 +150,7 @@ func (q *Queue) vacuumFreePages(ctx context.Context, rep *CleanReport) (int64, e
 		return 0, nil
 	}
 	var freed int64
-	for ctx.Err() == nil {
+	for stopped.Err() == nil {
 		before, err := q.freePages(ctx)
 		if err != nil || before == 0 {
 			return freed, err
@@ -152,7 +161,7 @@ func (q *Queue) vacuumFreePages(ctx context.Context, rep *CleanReport) (int64, e
 		}
 		took := time.Since(start)
 		rep.LongestBatch = max(rep.LongestBatch, took)
-		pace(ctx, took)
+		pace(stopped, took)
 		after, err := q.freePages(ctx)
 		if err != nil {
 			return freed, err
