@@ -19,6 +19,7 @@ func FuzzCLIArgs(f *testing.F) {
 		"show 1", "show abc", "stats", "purge --state done --older-than 1h", "retry 9", "cancel 1",
 		"release 1", "reclaim --bogus", "--json ls -n 0", "--version", "--help", "bogus",
 		"work", "work -c 0 --", "schema", "enqueue --file /nonexistent",
+		"retention --done 7d --cancelled forever", "retention --dead=-1h", "vacuum",
 	} {
 		f.Add(seed)
 	}

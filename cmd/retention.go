@@ -20,14 +20,18 @@ type RetentionCmd struct {
 // Run sets the states given, keeping the others as the database has them,
 // then prints the policy (--json: {"done_ms": N, ...}, null for forever).
 func (c *RetentionCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
-	flags := []struct {
-		state lite.State
-		value string
-	}{{lite.StateDone, c.Done}, {lite.StateCancelled, c.Cancelled}, {lite.StateDead, c.Dead}}
+	r, err := q.Retention(ctx)
+	if err != nil {
+		return err
+	}
 	// Every flag is read before anything is stored: a bad one changes
 	// nothing.
-	keeps := map[lite.State]time.Duration{}
-	for _, f := range flags {
+	next := r
+	for _, f := range []struct {
+		state lite.State
+		value string
+		keep  *time.Duration
+	}{{lite.StateDone, c.Done, &next.Done}, {lite.StateCancelled, c.Cancelled, &next.Cancelled}, {lite.StateDead, c.Dead, &next.Dead}} {
 		if f.value == "" {
 			continue
 		}
@@ -35,17 +39,10 @@ func (c *RetentionCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Que
 		if err != nil {
 			return usagef("retention: --%s %s", f.state, err)
 		}
-		keeps[f.state] = keep
+		*f.keep = keep
 	}
-	r, err := q.Retention(ctx)
-	if err != nil {
-		return err
-	}
-	if len(keeps) > 0 {
-		for state, keep := range keeps {
-			*field(&r, state) = keep
-		}
-		if err := q.SetRetention(ctx, r); err != nil {
+	if next != r {
+		if err := q.SetRetention(ctx, next); err != nil {
 			return err
 		}
 		if r, err = q.Retention(ctx); err != nil {
@@ -62,17 +59,6 @@ func (c *RetentionCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Que
 	_, err = fmt.Fprintf(env.Stdout, "done       %s\ncancelled  %s\ndead       %s\n",
 		formatKeep(r.Done), formatKeep(r.Cancelled), formatKeep(r.Dead))
 	return err
-}
-
-func field(r *lite.Retention, state lite.State) *time.Duration {
-	switch state {
-	case lite.StateDone:
-		return &r.Done
-	case lite.StateCancelled:
-		return &r.Cancelled
-	default:
-		return &r.Dead
-	}
 }
 
 // parseKeep reads a retention: "forever", "default" (zero: the library's

@@ -2,6 +2,7 @@ package lite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -14,6 +15,22 @@ const cleanBatch = 200
 // vacuumStep is how many free pages one incremental_vacuum gives back to
 // the file system, for the same reason: each step is a write transaction.
 const vacuumStep = 500
+
+// cleanPace is how many times as long as each of its write transactions
+// the cleaner then waits before its next one: it takes at most a fifth of
+// the file's write time, whatever the backlog, and the workers writing
+// beside it keep the rest.
+const cleanPace = 4
+
+// pace waits cleanPace times took, or until ctx ends.
+func pace(ctx context.Context, took time.Duration) {
+	t := time.NewTimer(cleanPace * took)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
 
 // cleanSQL deletes up to ?3 jobs of one finished state that finished at or
 // before ?2. The finished states are repeated literally so that the
@@ -53,10 +70,14 @@ type CleanReport struct {
 // transaction; then, on a SQLite file created with auto_vacuum =
 // INCREMENTAL (every file lite creates; see Vacuum for older ones), it
 // gives the freed pages back to the file system, in bounded steps too.
-// Running workers call it about once a minute (WorkerOptions.CleanInterval);
-// call it yourself if you turn theirs off. Deletes are idempotent, so
-// processes cleaning at once only share the work. If ctx ends, Clean stops
-// after the batch in progress and reports what it did.
+// Free pages that a Purge left are given back too. After each transaction
+// it waits four times as long as that one took, so it takes at most a
+// fifth of the file's write time from the workers beside it. Running
+// workers call it about once a minute (WorkerOptions.CleanInterval); call
+// it yourself if you turn theirs off. Deletes are idempotent, so processes
+// cleaning at once only share the work. If ctx ends while it works, Clean
+// stops after the transaction in progress and reports what it did, with
+// no error.
 func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 	var rep CleanReport
 	r, err := q.retention(ctx)
@@ -72,7 +93,7 @@ func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 			return rep, fmt.Errorf("clean %s jobs: %w", s.state, err)
 		}
 	}
-	if q.engine == engineSQLite && rep.Deleted > 0 && ctx.Err() == nil {
+	if q.engine == engineSQLite && ctx.Err() == nil {
 		freed, err := q.vacuumFreePages(ctx, &rep)
 		rep.FreedPages = freed
 		if err != nil {
@@ -88,10 +109,15 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 	for ctx.Err() == nil {
 		start := time.Now()
 		res, err := q.writer().ExecContext(ctx, q.sql(cleanSQL), state, cutoff, cleanBatch)
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil // stopped before the statement began
+		}
 		if err != nil {
 			return classify(err)
 		}
-		rep.LongestBatch = max(rep.LongestBatch, time.Since(start))
+		took := time.Since(start)
+		rep.LongestBatch = max(rep.LongestBatch, took)
+		pace(ctx, took)
 		n, err := res.RowsAffected()
 		if err != nil {
 			return classify(err)
@@ -112,6 +138,10 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 // them for its own reuse until `lite vacuum` converts it. Each step counts
 // towards rep.LongestBatch.
 func (q *Queue) vacuumFreePages(ctx context.Context, rep *CleanReport) (int64, error) {
+	// An ended ctx stops the loop between steps, never a statement half-way,
+	// so that a stopped Clean reports no error.
+	stopped := ctx
+	ctx = context.WithoutCancel(ctx)
 	var mode int
 	if err := q.w.QueryRowContext(ctx, "pragma auto_vacuum").Scan(&mode); err != nil {
 		return 0, classify(err)
@@ -120,7 +150,7 @@ func (q *Queue) vacuumFreePages(ctx context.Context, rep *CleanReport) (int64, e
 		return 0, nil
 	}
 	var freed int64
-	for ctx.Err() == nil {
+	for stopped.Err() == nil {
 		before, err := q.freePages(ctx)
 		if err != nil || before == 0 {
 			return freed, err
@@ -129,7 +159,9 @@ func (q *Queue) vacuumFreePages(ctx context.Context, rep *CleanReport) (int64, e
 		if _, err := q.w.ExecContext(ctx, fmt.Sprintf("pragma incremental_vacuum(%d)", vacuumStep)); err != nil {
 			return freed, classify(err)
 		}
-		rep.LongestBatch = max(rep.LongestBatch, time.Since(start))
+		took := time.Since(start)
+		rep.LongestBatch = max(rep.LongestBatch, took)
+		pace(stopped, took)
 		after, err := q.freePages(ctx)
 		if err != nil {
 			return freed, err

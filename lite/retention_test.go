@@ -279,3 +279,17 @@ func TestVacuumOnAServerHurriesItsOwnVacuum(t *testing.T) {
 	is.True(rep.Before > 0)
 	is.True(rep.After > 0)
 }
+
+func TestCleanGivesBackThePagesAPurgeFreed(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock()
+	q, _ := mustOpen(t, clock)
+	finishMany(t, q, 500, 1024)
+	_, err := q.Purge(t.Context(), clock.Now().Add(time.Millisecond), lite.StateDone)
+	is.NoErr(err)
+	is.True(pragma(t, q.DB(), "freelist_count") > 0)
+	rep := mustClean(t, q)
+	is.Equal(rep.Deleted, int64(0))
+	is.True(rep.FreedPages > 0)
+	is.Equal(pragma(t, q.DB(), "freelist_count"), int64(0))
+}
