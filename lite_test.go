@@ -427,7 +427,7 @@ func TestREADMEQuickStartRunsAsWritten(t *testing.T) {
 	is.NoErr(err)
 	text := string(out)
 	is.True(strings.Contains(text, `result:       "sent to {\"to\":\"ada@example.com\"}\n"`))
-	is.Equal(statsRow(text, "mail"), "mail 0 0 2 0 0 0s")
+	is.Equal(statsRow(text, "mail"), "mail 0 0 2 0 0 0s -")
 }
 
 // statsRow is the row of lite stats for queue, its fields joined by one

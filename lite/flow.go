@@ -118,6 +118,13 @@ func (q *Queue) underFlow(ctx context.Context, queues sql.NullString, id sql.Nul
 	if q.engine != enginePostgres {
 		return lease(q.writer())
 	}
+	// As on the writer, a statement that has started runs to its end: a
+	// cancel that cut the lease short could leave its row locks held by a
+	// server backend that has not yet seen the connection go.
+	ctx, err := uncancelled(ctx)
+	if err != nil {
+		return err
+	}
 	return q.withTx(ctx, func(tx txConn) error {
 		if _, err := tx.ExecContext(ctx, q.sql(lockFlowSQL), queues, id); err != nil {
 			return err

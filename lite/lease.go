@@ -87,6 +87,8 @@ var leaseFlow = flowCTE(2)
 // may start nothing now (paused, full, out of starts), and of the jobs it
 // picks each queue keeps as many as it may start, in lease order. On a
 // file with no settings lite_flow is empty and both checks pass at once.
+// On SQLite the skip is written +queue so that it stays a filter on the
+// walk, never the term that picks its index.
 //
 // On PostgreSQL, hosts lease at once: the walk locks the rows it picks
 // and skips those another lease has locked, so that leases never wait for
@@ -120,15 +122,23 @@ func leaseSQL(queues queueFilter, byKind bool) stmt {
 		pgFilter += " and kind in (select jsonb_array_elements_text(" + p + "::jsonb))"
 	}
 	limit, pgLimit := param()
+	// The walk reads queue for the skip, and lite_jobs_available holds it
+	// while lite_jobs_ready does not: left to itself, SQLite's planner would
+	// read every available job through the former and sort them, on every
+	// lease, where the walk across queues should stop after N rows.
+	from := "lite_jobs"
+	if queues == anyQueue {
+		from = "lite_jobs indexed by lite_jobs_ready"
+	}
 	return stmt{
 		sqlite: `with ` + leaseFlow.sqlite + `
 update lite_jobs set ` + leaseSet.sqlite + `
 where id in (
     select id from (
         select id, queue, row_number() over (partition by queue order by priority desc, run_at, id) as nth
-        from (select id, queue, priority, run_at from lite_jobs
+        from (select id, queue, priority, run_at from ` + from + `
             where state = 'available' and run_at <= ?5` + filter + `
-              and queue not in (select queue from lite_flow where n <= 0)
+              and +queue not in (select queue from lite_flow where n <= 0)
             order by priority desc, run_at, id
             limit ` + limit + `)) as c
     where nth <= coalesce((select n from lite_flow f where f.queue = c.queue), nth))
