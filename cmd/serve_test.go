@@ -64,11 +64,11 @@ func TestServeRunsWorkersAndCountsTheirOutcomes(t *testing.T) {
 	var body string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		body = getBody(t, base+"metrics")
-		if strings.Contains(body, `lite_jobs{queue="mail",state="done"} 1`) {
+		if strings.Contains(body, `lite_worker_events_total{event="done",queue="mail"} 1`) {
 			break
 		}
 	}
-	is.True(strings.Contains(body, `lite_jobs{queue="mail",state="done"} 1`))
+	is.True(strings.Contains(body, `lite_worker_events_total{event="started",queue="mail"} 1`))
 	is.True(strings.Contains(body, `lite_worker_events_total{event="done",queue="mail"} 1`))
 	cancel()
 	is.NoErr(<-done) // a graceful stop
