@@ -35,11 +35,13 @@ func BenchmarkWorkerNoop(b *testing.B) {
 			}
 			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
 			ctx, stop := context.WithCancel(b.Context())
+			ran := make(chan struct{})
 			b.ResetTimer()
-			go w.Run(ctx)
+			go func() { w.Run(ctx); close(ran) }()
 			<-all
 			b.StopTimer()
 			stop()
+			<-ran // before the queue closes, or the worker's last writes fail
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 		})
 	}
