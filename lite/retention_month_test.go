@@ -12,19 +12,31 @@ import (
 	"github.com/matryer/is"
 )
 
-// enqueueMinutely is what puts one job in the queue each simulated
-// minute. A periodic schedule can take its place: whatever it is, it
-// enqueues one "tick" job on queue "minutely" per call.
-func enqueueMinutely(ctx context.Context, q *lite.Queue, minute int) (int64, error) {
-	return q.Enqueue(ctx, lite.NewJob{Queue: "minutely", Kind: "tick",
-		Payload: fmt.Appendf(nil, `{"minute":%d,"report":"%0200d"}`, minute, minute)})
+// minutely is the schedule that puts one job in the queue each simulated
+// minute, fired by hand as a running worker's firing loop would.
+var minutely = lite.Schedule{Name: "report", Spec: "* * * * *",
+	Job: lite.NewJob{Queue: "minutely", Kind: "tick", Payload: fmt.Appendf(nil, `{"report":"%0200d"}`, 0)}}
+
+// fireMinutely fires the schedule's tick that has come and returns the
+// job it enqueued: exactly one per simulated minute.
+func fireMinutely(ctx context.Context, q *lite.Queue) (int64, error) {
+	n, err := q.FireSchedules(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if n != 1 {
+		return 0, fmt.Errorf("a minute fired %d ticks, want 1", n)
+	}
+	var id int64
+	err = q.DB().QueryRowContext(ctx, "select max(id) from lite_jobs").Scan(&id)
+	return id, err
 }
 
 // monthFileLimit is the size the file stays under after a month with the
 // default retention: a day of minutely jobs (1,440) with their indexes.
 const monthFileLimit = 2 << 20
 
-// A month of an edge box: a job every minute, a worker every ten, the
+// A month of an edge box: a schedule firing every minute, a worker every ten, the
 // cleaner every hour, all on the fake clock. The file stays small, every
 // job runs exactly once, and none is deleted before its day is up. Under
 // the race detector and with -short it simulates three days: still
@@ -40,6 +52,7 @@ func TestAMonthOfMinutelyJobsKeepsTheFileSmallAndLosesNothing(t *testing.T) {
 	q := mustOpenOpts(t, filepath.Join(t.TempDir(), "month.db"), lite.Options{Now: clock.Now, Synchronous: lite.SyncNormal})
 	w, err := lite.NewWorker(q, lite.WorkerOptions{NoCleaning: true, Concurrency: 16})
 	is.NoErr(err)
+	is.NoErr(q.SetSchedule(ctx, minutely))
 	var (
 		mu  sync.Mutex
 		ran = map[int64]int{}
@@ -56,7 +69,7 @@ func TestAMonthOfMinutelyJobsKeepsTheFileSmallAndLosesNothing(t *testing.T) {
 	finished := map[int64]time.Time{}
 	for minute := range days * 24 * 60 {
 		clock.Advance(time.Minute)
-		id, err := enqueueMinutely(ctx, q, minute)
+		id, err := fireMinutely(ctx, q)
 		is.NoErr(err)
 		ids = append(ids, id)
 		if minute%10 != 9 {
