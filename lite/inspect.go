@@ -137,10 +137,21 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 
 // jobStats counts jobs per queue and state, in queue order.
 func (q *Queue) jobStats(ctx context.Context) ([]QueueStats, error) {
-	now := q.nowMillis()
-	rows, err := q.r.QueryContext(ctx, q.sql(statsSQL), now)
+	out, err := q.queueCounts(ctx, statsSQL)
 	if err != nil {
-		return nil, fmt.Errorf("stats: %w", classify(err))
+		return nil, fmt.Errorf("stats: %w", err)
+	}
+	return out, nil
+}
+
+// queueCounts runs a statement that counts jobs per queue and state, in
+// queue order, with the oldest ready job's run_at per queue, and gathers
+// its rows into one QueueStats per queue.
+func (q *Queue) queueCounts(ctx context.Context, s stmt) ([]QueueStats, error) {
+	now := q.nowMillis()
+	rows, err := q.r.QueryContext(ctx, q.sql(s), now)
+	if err != nil {
+		return nil, classify(err)
 	}
 	defer rows.Close()
 	var out []QueueStats
@@ -152,7 +163,7 @@ func (q *Queue) jobStats(ctx context.Context) ([]QueueStats, error) {
 			oldest sql.NullInt64
 		)
 		if err := rows.Scan(&queue, &state, &n, &oldest); err != nil {
-			return nil, fmt.Errorf("stats: %w", classify(err))
+			return nil, classify(err)
 		}
 		if len(out) == 0 || out[len(out)-1].Queue != queue {
 			out = append(out, QueueStats{Queue: queue, Counts: map[State]int64{}})
@@ -164,7 +175,7 @@ func (q *Queue) jobStats(ctx context.Context) ([]QueueStats, error) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("stats: %w", classify(err))
+		return nil, classify(err)
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package lite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -80,34 +79,9 @@ order by 1`,
 // fast however many finished jobs the file keeps: it is for dashboards
 // and metrics that ask often.
 func (q *Queue) Backlog(ctx context.Context) ([]QueueStats, error) {
-	now := q.nowMillis()
-	rows, err := q.r.QueryContext(ctx, q.sql(backlogSQL), now)
+	out, err := q.queueCounts(ctx, backlogSQL)
 	if err != nil {
-		return nil, fmt.Errorf("backlog: %w", classify(err))
-	}
-	defer rows.Close()
-	var out []QueueStats
-	for rows.Next() {
-		var (
-			queue  string
-			state  State
-			n      int64
-			oldest sql.NullInt64
-		)
-		if err := rows.Scan(&queue, &state, &n, &oldest); err != nil {
-			return nil, fmt.Errorf("backlog: %w", classify(err))
-		}
-		if len(out) == 0 || out[len(out)-1].Queue != queue {
-			out = append(out, QueueStats{Queue: queue, Counts: map[State]int64{}})
-		}
-		s := &out[len(out)-1]
-		s.Counts[state] = n
-		if oldest.Valid {
-			s.OldestReady = time.Duration(now-oldest.Int64) * time.Millisecond
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("backlog: %w", classify(err))
+		return nil, fmt.Errorf("backlog: %w", err)
 	}
 	return out, nil
 }
