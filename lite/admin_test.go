@@ -308,3 +308,47 @@ func TestAFailureWhoseTextHoldsNULIsRecorded(t *testing.T) {
 		is.Equal(mustGet(t, q, id).Errors[0].Error, "bad\uFFFDnul")
 	})
 }
+
+func TestListNewestFirstPagesDown(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		ctx := t.Context()
+		var ids []int64
+		for range 5 {
+			ids = append(ids, mustEnqueue(t, q, lite.NewJob{Queue: "mail"}))
+		}
+		page := func(f lite.ListFilter) []int64 {
+			t.Helper()
+			jobs, err := q.List(ctx, f)
+			is.NoErr(err)
+			var got []int64
+			for _, j := range jobs {
+				got = append(got, j.ID)
+			}
+			return got
+		}
+		is.Equal(page(lite.ListFilter{Newest: true, Limit: 2}), []int64{ids[4], ids[3]})
+		is.Equal(page(lite.ListFilter{Newest: true, BeforeID: ids[3], Limit: 2}), []int64{ids[2], ids[1]})
+		is.Equal(page(lite.ListFilter{Newest: true, BeforeID: ids[1], Limit: 2}), []int64{ids[0]})
+		is.Equal(page(lite.ListFilter{AfterID: ids[2], Limit: 2}), []int64{ids[3], ids[4]}) // id order is still there
+
+		// The lease takes the oldest first: jobs 0 and 1 run.
+		leased, err := q.Lease(ctx, lite.LeaseRequest{Max: 2})
+		is.NoErr(err)
+		is.Equal(len(leased), 2)
+		is.Equal(page(lite.ListFilter{State: lite.StateRunning, Newest: true}), []int64{ids[1], ids[0]})
+		is.Equal(page(lite.ListFilter{State: lite.StateRunning, Newest: true, BeforeID: ids[1]}), []int64{ids[0]})
+		is.Equal(page(lite.ListFilter{State: lite.StateRunning}), []int64{ids[0], ids[1]})
+		is.Equal(page(lite.ListFilter{State: lite.StateAvailable, Newest: true}), []int64{ids[4], ids[3], ids[2]})
+
+		for _, f := range []lite.ListFilter{
+			{Newest: true, AfterID: 1},
+			{BeforeID: 1},
+			{Newest: true, BeforeID: -1},
+		} {
+			_, err := q.List(ctx, f)
+			is.True(err != nil) // each paging mixed up is refused
+		}
+	})
+}

@@ -34,24 +34,52 @@ type ListFilter struct {
 	Kind  string
 	// UniqueKey finds the jobs enqueued with this key.
 	UniqueKey string
-	// AfterID pages: pass the last id of the previous page.
+	// AfterID pages in id order: pass the last id of the previous page.
 	AfterID int64
+	// Newest lists the newest jobs first, as a dashboard shows them;
+	// BeforeID pages it: pass the last id of the previous page.
+	Newest   bool
+	BeforeID int64
 	// Limit caps the page. Default 100.
 	Limit int
 }
 
-var listSQL = stmt{
-	sqlite: `select ` + jobColumns + ` from lite_jobs
-where (?1 = '' or state = ?1) and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3) and id > ?4
-  and (?6 = '' or unique_key = ?6)
-order by id limit ?5`,
-	postgres: `select ` + jobColumns + ` from lite_jobs
-where ($1 = '' or state = $1) and ($2 = '' or queue = $2) and ($3 = '' or kind = $3) and id > $4
-  and ($6 = '' or unique_key = $6)
-order by id limit $5`,
+// listSQL reads a page of jobs. Its state, queue, kind and unique key
+// are filters that an empty parameter turns off, and it pages by id, up
+// from ?4 or, newest first, down from ?4 (0: from the newest).
+//
+// Running jobs are few, and SQLite's planner, which has no statistics,
+// would walk every row by id to find a page of them (230 ms on a file of
+// a million finished jobs): that list walks their partial index and
+// sorts what it finds (under a millisecond). Available jobs are many and
+// the newest, so newest first finds them at once by id.
+func listSQL(newest, running bool) stmt {
+	order, pgOrder := "id > ?4 order by id", "id > $4 order by id"
+	if newest {
+		order, pgOrder = "(?4 = 0 or id < ?4) order by id desc", "($4 = 0 or id < $4) order by id desc"
+	}
+	from, state := "lite_jobs", "(?1 = '' or state = ?1)"
+	if running {
+		from, state = "lite_jobs indexed by lite_jobs_running", "?1 = 'running' and state = 'running'"
+	}
+	return stmt{
+		sqlite: `select ` + jobColumns + ` from ` + from + `
+where ` + state + ` and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3)
+  and (?6 = '' or unique_key = ?6) and ` + order + ` limit ?5`,
+		postgres: `select ` + jobColumns + ` from lite_jobs
+where ($1 = '' or state = $1) and ($2 = '' or queue = $2) and ($3 = '' or kind = $3)
+  and ($6 = '' or unique_key = $6) and ` + pgOrder + ` limit $5`,
+	}
 }
 
-// List returns jobs matching f in id order, one page at a time.
+// listSQLs holds listSQL's texts by [newest][running], each prepared once.
+var listSQLs = [2][2]stmt{
+	{listSQL(false, false), listSQL(false, true)},
+	{listSQL(true, false), listSQL(true, true)},
+}
+
+// List returns a page of the jobs matching f, in id order or, with
+// f.Newest, newest first.
 func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 	if f.State != "" && !f.State.valid() {
 		return nil, fmt.Errorf("list: unknown state %q", f.State)
@@ -62,7 +90,19 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 	case f.Limit == 0:
 		f.Limit = 100
 	}
-	rows, err := q.r.QueryContext(ctx, q.sql(listSQL), string(f.State), f.Queue, f.Kind, f.AfterID, f.Limit, f.UniqueKey)
+	from := f.AfterID
+	switch {
+	case f.Newest && f.AfterID != 0:
+		return nil, errors.New("list: AfterID pages in id order; newest first pages with BeforeID")
+	case !f.Newest && f.BeforeID != 0:
+		return nil, errors.New("list: BeforeID pages newest first; set Newest")
+	case f.BeforeID < 0:
+		return nil, fmt.Errorf("list: negative BeforeID %d", f.BeforeID)
+	case f.Newest:
+		from = f.BeforeID
+	}
+	s := listSQLs[b2i(f.Newest)][b2i(f.State == StateRunning)]
+	rows, err := q.r.QueryContext(ctx, q.sql(s), string(f.State), f.Queue, f.Kind, from, f.Limit, f.UniqueKey)
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", classify(err))
 	}
