@@ -88,6 +88,28 @@
 // job that keeps beating. A handler can pass Job.Generation to systems
 // downstream as a fencing token: it only ever grows.
 //
+// # Running for months unattended
+//
+// Schedules, flow control and retention are state in the file, so every
+// process sharing it agrees without a leader:
+//
+//	err = q.SetSchedule(ctx, lite.Schedule{Name: "nightly-report", Spec: "30 2 * * *",
+//		TimeZone: "Europe/Berlin", Job: lite.NewJob{Kind: "report"}})
+//	err = q.SetLimits(ctx, "webhooks", lite.Limits{MaxRunning: 3, Rate: 50, Per: time.Second})
+//	err = q.Pause(ctx, "email") // no job of the queue starts in any process; Resume undoes it
+//	err = q.SetRetention(ctx, lite.Retention{Done: 24 * time.Hour, Dead: lite.KeepForever})
+//
+// SetSchedule is an upsert by name, so a program registers its schedules at
+// every start. Every running Worker fires the schedules that are due; a
+// tick is enqueued exactly once however many processes run, because the
+// fire is a compare-and-set on the schedule's next run time in the
+// enqueue's transaction, and ticks missed while nothing ran are caught up
+// once. Pauses and limits are enforced inside the statements that lease,
+// and a running slot belongs to a lease: a killed worker's slots come back
+// when its jobs are reclaimed. Every Worker deletes finished jobs past
+// their state's retention in small batches, and a file lite created gives
+// the space back.
+//
 // # Testing
 //
 // Package litetest opens a queue in a test's temporary directory with a
