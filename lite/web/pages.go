@@ -168,14 +168,19 @@ func (s *server) routePages(mux *http.ServeMux) {
 	})
 }
 
-// queueRow is one queue on the overview: its backlog by state, and its
-// jobs done and dead in the chart's window. Paused or limited queues, and
-// a queue's actions, belong here when the library has them.
+// queueRow is one queue on the overview: its backlog by state, its jobs
+// done and dead in the chart's window, its pause and limits, and the
+// actions it offers (none when read-only; Admin says the same for the
+// limits form).
 type queueRow struct {
 	Queue       string
 	Counts      []stateCount
 	OldestReady time.Duration
 	Chart       chart
+	Paused      bool
+	Limits      lite.Limits
+	Actions     []namedAction
+	Admin       bool
 }
 
 // stateCount is a number of a queue's jobs in a state, linked to them.
@@ -207,11 +212,16 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, tmpl string) {
 		s.fail(w, r, status(err), err.Error())
 		return
 	}
-	s.renderPart(w, r, http.StatusOK, "overview", tmpl, queueRows(backlog, charts(t, s.opts.Now())))
+	rows := queueRows(backlog, charts(t, s.opts.Now()))
+	for i := range rows {
+		rows[i].Actions = s.actionsFor(queues, rows[i].Paused)
+		rows[i].Admin = !s.opts.ReadOnly
+	}
+	s.renderPart(w, r, http.StatusOK, "overview", tmpl, rows)
 }
 
-// queueRows is a row for each queue with a backlog or finished jobs in
-// the chart, in queue order.
+// queueRows is a row for each queue with a backlog, settings or finished
+// jobs in the chart, in queue order.
 func queueRows(backlog []lite.QueueStats, charts map[string]chart) []queueRow {
 	byQueue := map[string]lite.QueueStats{}
 	for _, b := range backlog {
@@ -225,7 +235,7 @@ func queueRows(backlog []lite.QueueStats, charts map[string]chart) []queueRow {
 	rows := make([]queueRow, 0, len(byQueue))
 	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
 		b, c := byQueue[q], charts[q]
-		rows = append(rows, queueRow{Queue: q, OldestReady: b.OldestReady, Chart: c, Counts: []stateCount{
+		rows = append(rows, queueRow{Queue: q, OldestReady: b.OldestReady, Chart: c, Paused: b.Paused, Limits: b.Limits, Counts: []stateCount{
 			{lite.StateAvailable, b.Counts[lite.StateAvailable]},
 			{lite.StateRunning, b.Counts[lite.StateRunning]},
 			{lite.StateDone, c.Done},

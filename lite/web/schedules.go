@@ -1,0 +1,82 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/liteq/lite/lite"
+)
+
+// routeSchedules serves the schedules and the retention policy: the page
+// schedules shows both, the API has GET api/schedules and api/retention.
+func (s *server) routeSchedules(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/schedules", func(w http.ResponseWriter, r *http.Request) {
+		list, err := s.q.Schedules(r.Context())
+		s.reply(w, r, nonNil(list), err)
+	})
+	mux.HandleFunc("GET /api/retention", func(w http.ResponseWriter, r *http.Request) {
+		ret, err := s.q.Retention(r.Context())
+		s.reply(w, r, retentionJSON{millis(ret.Done), millis(ret.Cancelled), millis(ret.Dead)}, err)
+	})
+	mux.HandleFunc("GET /schedules", func(w http.ResponseWriter, r *http.Request) {
+		v, err := s.schedulesView(r)
+		if err != nil {
+			s.fail(w, r, status(err), err.Error())
+			return
+		}
+		s.render(w, r, http.StatusOK, "schedules", v)
+	})
+}
+
+// retentionJSON is the policy as `lite retention --json` prints it: how
+// long each finished state is kept in milliseconds, null for forever.
+type retentionJSON struct {
+	Done      *int64 `json:"done_ms"`
+	Cancelled *int64 `json:"cancelled_ms"`
+	Dead      *int64 `json:"dead_ms"`
+}
+
+func millis(d time.Duration) *int64 {
+	if d == lite.KeepForever {
+		return nil
+	}
+	ms := d.Milliseconds()
+	return &ms
+}
+
+// scheduleRow is a schedule on its page, with the actions it offers.
+type scheduleRow struct {
+	lite.Schedule
+	Actions []namedAction
+}
+
+// schedulesView is the schedules page.
+type schedulesView struct {
+	Schedules []scheduleRow
+	Retention []kept
+}
+
+// kept is how long one finished state's jobs are kept.
+type kept struct {
+	State lite.State
+	For   time.Duration
+}
+
+// Forever says that the state's jobs are kept until purged.
+func (k kept) Forever() bool { return k.For == lite.KeepForever }
+
+func (s *server) schedulesView(r *http.Request) (schedulesView, error) {
+	list, err := s.q.Schedules(r.Context())
+	if err != nil {
+		return schedulesView{}, err
+	}
+	ret, err := s.q.Retention(r.Context())
+	if err != nil {
+		return schedulesView{}, err
+	}
+	v := schedulesView{Retention: []kept{{lite.StateDone, ret.Done}, {lite.StateCancelled, ret.Cancelled}, {lite.StateDead, ret.Dead}}}
+	for _, sc := range list {
+		v.Schedules = append(v.Schedules, scheduleRow{sc, s.actionsFor(schedules, sc.Paused)})
+	}
+	return v, nil
+}
