@@ -26,6 +26,10 @@ func (s *server) routeLimits(mux *http.ServeMux) {
 			return
 		}
 		queue := r.FormValue("queue")
+		if !takenName(queue) {
+			s.fail(w, r, http.StatusBadRequest, "no queue can be named so: a name is UTF-8 text without control characters")
+			return
+		}
 		backlog, err := s.q.Backlog(r.Context())
 		if err != nil {
 			s.fail(w, r, status(err), err.Error())

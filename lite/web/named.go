@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/liteq/lite/lite"
 )
@@ -135,8 +138,20 @@ func (s *server) routeNamed(mux *http.ServeMux, n named) {
 			return
 		}
 		name := r.FormValue(n.Field)
+		if !takenName(name) {
+			s.fail(w, r, http.StatusBadRequest, "no "+n.Field+" can be named so: a name is UTF-8 text without control characters")
+			return
+		}
 		s.render(w, r, http.StatusOK, "confirm_named", confirmNamedView{Kind: n, Name: name, Action: a})
 	})
+}
+
+// takenName reports whether lite takes name for a queue or schedule, as
+// Pause and SetSchedule judge it. The confirmation pages carry the name
+// raw in a hidden field, to post it back intact, so they refuse one that
+// names nothing rather than put its control characters in the page.
+func takenName(name string) bool {
+	return name != "" && utf8.ValidString(name) && !strings.ContainsFunc(name, unicode.IsControl)
 }
 
 // actionName is the name of the queue or schedule an action is posted
