@@ -117,6 +117,9 @@ func TestQueueFlowPages(t *testing.T) {
 			is.True(strings.Contains(reports, `<span class="badge paused">paused</span>`))
 			is.True(strings.Contains(reports, "max 3 running"))
 			is.True(strings.Contains(reports, "50 per 1s"))
+			is.NoErr(q.SetLimits(t.Context(), "emails", lite.Limits{Rate: 6, Per: time.Hour}))
+			is.True(strings.Contains(get(h, "/").Body.String(), "6 per 1h</span>")) // not 1h0m0s
+			is.NoErr(q.SetLimits(t.Context(), "emails", lite.Limits{}))
 			is.True(strings.Contains(reports, `href="./queues/confirm?queue=reports&amp;action=resume"`))
 			is.True(!strings.Contains(reports, "action=pause"))
 			is.True(strings.Contains(reports, `href="./queues/limits?queue=reports"`))

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/liteq/lite/lite"
@@ -39,6 +40,7 @@ func mustParsePages(now func() time.Time) pages {
 		"lines": block,
 		"when":  func(t time.Time) string { return when(t, now()) },
 		"age":   age,
+		"short": short,
 		"rowOf": func(root string, row queueRow) rowContext { return rowContext{root, row} },
 	}
 	names, err := fs.Glob(templateFiles, "templates/*.html")
@@ -95,6 +97,19 @@ func when(t, now time.Time) string {
 		rel = "in " + age(-d)
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z") + " (" + rel + ")"
+}
+
+// short is d without its trailing zero units: 1m rather than 1m0s, as
+// a limit's period is written.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // age is d rounded for reading: 850ms, 42s, 3m10s, 5h2m, 3d4h.
