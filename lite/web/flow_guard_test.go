@@ -17,23 +17,27 @@ import (
 type flowAction struct {
 	target string
 	form   url.Values
+	// read says that a GET of target is a read (the limits form, the
+	// retention policy), which answers and changes nothing.
+	read bool
 }
 
 // flowActions are every queue and schedule action, in the API and the
-// pages, each posting for queue emails or schedule nightly.
+// pages, each posting for queue emails or schedule nightly, and the
+// API's setting of the retention.
 func flowActions() []flowAction {
 	var out []flowAction
 	for _, prefix := range []string{"/api", ""} {
 		out = append(out,
-			flowAction{prefix + "/queues/pause", url.Values{"queue": {"emails"}}},
-			flowAction{prefix + "/queues/resume", url.Values{"queue": {"emails"}}},
-			flowAction{prefix + "/queues/limits", url.Values{"queue": {"emails"}, "max_running": {"1"}}},
-			flowAction{prefix + "/schedules/pause", url.Values{"schedule": {"nightly"}}},
-			flowAction{prefix + "/schedules/resume", url.Values{"schedule": {"nightly"}}},
-			flowAction{prefix + "/schedules/remove", url.Values{"schedule": {"nightly"}}},
+			flowAction{target: prefix + "/queues/pause", form: url.Values{"queue": {"emails"}}},
+			flowAction{target: prefix + "/queues/resume", form: url.Values{"queue": {"emails"}}},
+			flowAction{target: prefix + "/queues/limits", form: url.Values{"queue": {"emails"}, "max_running": {"1"}}, read: prefix == ""},
+			flowAction{target: prefix + "/schedules/pause", form: url.Values{"schedule": {"nightly"}}},
+			flowAction{target: prefix + "/schedules/resume", form: url.Values{"schedule": {"nightly"}}},
+			flowAction{target: prefix + "/schedules/remove", form: url.Values{"schedule": {"nightly"}}},
 		)
 	}
-	return out
+	return append(out, flowAction{target: "/api/retention", form: url.Values{"done_ms": {"1000"}}, read: true})
 }
 
 func TestFlowActionRefusals(t *testing.T) {
@@ -41,7 +45,8 @@ func TestFlowActionRefusals(t *testing.T) {
 		seed(t, q, clock)
 		nightly(t, q)
 		// unchanged checks that no refused action landed: the queue is
-		// neither paused nor limited, the schedule there and running.
+		// neither paused nor limited, the schedule there and running, the
+		// retention the default.
 		unchanged := func(t *testing.T) {
 			t.Helper()
 			is := is.New(t)
@@ -51,6 +56,9 @@ func TestFlowActionRefusals(t *testing.T) {
 			s, ok := schedule(t, q, "nightly")
 			is.True(ok)
 			is.True(!s.Paused)
+			r, err := q.Retention(t.Context())
+			is.NoErr(err)
+			is.Equal(r.Done, lite.DefaultRetainDone)
 		}
 
 		t.Run("a GET on an action is 405", func(t *testing.T) {
@@ -58,8 +66,8 @@ func TestFlowActionRefusals(t *testing.T) {
 			h := handler(q, clock, web.Options{})
 			for _, a := range flowActions() {
 				w := get(h, a.target+"?"+a.form.Encode())
-				if a.target == "/queues/limits" {
-					is.Equal(w.Code, http.StatusOK) // the form page, which sets nothing
+				if a.read {
+					is.Equal(w.Code, http.StatusOK) // a read, which sets nothing
 					continue
 				}
 				is.Equal(w.Code, http.StatusMethodNotAllowed) // the action

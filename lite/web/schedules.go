@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,7 +10,8 @@ import (
 )
 
 // routeSchedules serves the schedules and the retention policy: the page
-// schedules shows both, the API has GET api/schedules and api/retention.
+// schedules shows both; the API has GET api/schedules, GET api/retention
+// and POST api/retention, which sets the states it is given.
 func (s *server) routeSchedules(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/schedules", func(w http.ResponseWriter, r *http.Request) {
 		list, err := s.q.Schedules(r.Context())
@@ -19,6 +21,33 @@ func (s *server) routeSchedules(mux *http.ServeMux) {
 		ret, err := s.q.Retention(r.Context())
 		s.reply(w, r, retentionJSON{millis(ret.Done), millis(ret.Cancelled), millis(ret.Dead)}, err)
 	})
+	mux.HandleFunc("/api/retention", s.postOnly(func(w http.ResponseWriter, r *http.Request) {
+		if s.refuseReadOnly(w, r) {
+			return
+		}
+		ret, err := s.q.Retention(r.Context())
+		if err != nil {
+			s.fail(w, r, status(err), err.Error())
+			return
+		}
+		// Every field is read before anything is stored: a bad one
+		// changes nothing.
+		for _, f := range []struct {
+			name string
+			keep *time.Duration
+		}{{"done_ms", &ret.Done}, {"cancelled_ms", &ret.Cancelled}, {"dead_ms", &ret.Dead}} {
+			if err := formKeep(r, f.name, f.keep); err != nil {
+				s.fail(w, r, http.StatusBadRequest, err.Error())
+				return
+			}
+		}
+		if err := s.q.SetRetention(r.Context(), ret); err != nil {
+			s.fail(w, r, status(err), err.Error())
+			return
+		}
+		ret, err = s.q.Retention(r.Context())
+		s.reply(w, r, retentionJSON{millis(ret.Done), millis(ret.Cancelled), millis(ret.Dead)}, err)
+	}))
 	mux.HandleFunc("GET /schedules", func(w http.ResponseWriter, r *http.Request) {
 		v, err := s.schedulesView(r)
 		if err != nil {
@@ -35,6 +64,27 @@ type retentionJSON struct {
 	Done      *int64 `json:"done_ms"`
 	Cancelled *int64 `json:"cancelled_ms"`
 	Dead      *int64 `json:"dead_ms"`
+}
+
+// formKeep sets *keep from the form field name, in the units GET
+// api/retention answers in: milliseconds, "forever", or "default" (the
+// library's); a missing field leaves *keep as it is. Whether the time is
+// one to keep jobs for is SetRetention's to judge.
+func formKeep(r *http.Request, name string, keep *time.Duration) error {
+	switch v := r.PostFormValue(name); v {
+	case "":
+	case "forever":
+		*keep = lite.KeepForever
+	case "default":
+		*keep = 0
+	default:
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms > int64(lite.KeepForever/time.Millisecond)-1 {
+			return fmt.Errorf("%s must be milliseconds, forever or default, not %q", name, v)
+		}
+		*keep = time.Duration(ms) * time.Millisecond
+	}
+	return nil
 }
 
 func millis(d time.Duration) *int64 {

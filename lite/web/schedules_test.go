@@ -93,6 +93,36 @@ func TestSchedulesAPI(t *testing.T) {
 			is.Equal(w.Code, http.StatusOK)
 			is.Equal(w.Body.String(), "{\n  \"done_ms\": 3600000,\n  \"cancelled_ms\": 86400000,\n  \"dead_ms\": null\n}\n")
 		})
+
+		t.Run("set the retention of the states given", func(t *testing.T) {
+			is := is.New(t)
+			w := post(h, "/api/retention", url.Values{"done_ms": {"default"}, "cancelled_ms": {"forever"}})
+			is.Equal(w.Code, http.StatusOK)
+			is.Equal(w.Body.String(), "{\n  \"done_ms\": 86400000,\n  \"cancelled_ms\": null,\n  \"dead_ms\": null\n}\n")
+			is.Equal(post(h, "/api/retention", url.Values{"dead_ms": {"7200000"}}).Code, http.StatusOK)
+			r, err := q.Retention(t.Context())
+			is.NoErr(err)
+			is.Equal(r, lite.Retention{Done: lite.DefaultRetainDone, Cancelled: lite.KeepForever, Dead: 2 * time.Hour})
+		})
+
+		t.Run("a bad retention is 400 and changes nothing", func(t *testing.T) {
+			is := is.New(t)
+			before, err := q.Retention(t.Context())
+			is.NoErr(err)
+			for form, want := range map[string]string{
+				"done_ms=1h":                 `done_ms must be milliseconds, forever or default, not "1h"`,
+				"done_ms=1000&dead_ms=-1000": "set retention: dead -1s is not a time to keep jobs for: use at least 1ms, or KeepForever",
+			} {
+				v, err := url.ParseQuery(form)
+				is.NoErr(err)
+				w := post(h, "/api/retention", v)
+				is.Equal(w.Code, http.StatusBadRequest) // the form
+				is.Equal(apiError(t, w.Body.Bytes()), want)
+			}
+			after, err := q.Retention(t.Context())
+			is.NoErr(err)
+			is.Equal(after, before)
+		})
 	})
 }
 
