@@ -22,7 +22,9 @@ type namedAction struct {
 	// applies says whether the action fits a queue or schedule that is
 	// paused or not.
 	applies func(paused bool) bool
-	do      func(q *lite.Queue, ctx context.Context, name string) error
+	// do is a method expression of *lite.Queue, such as
+	// (*lite.Queue).Pause: hence the queue before the context.
+	do func(q *lite.Queue, ctx context.Context, name string) error
 }
 
 // Applies reports whether a's button belongs beside a thing that is
