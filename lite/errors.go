@@ -37,10 +37,14 @@ var (
 	ErrFull = errors.New("database full")
 	// ErrNoSchedule means no schedule has the given name.
 	ErrNoSchedule = errors.New("no such schedule")
+	// ErrInvalid means a setting was refused as given (bad limits, a bad
+	// retention, a queue name lite does not take); nothing changed. It
+	// is the caller's mistake, where the other errors are the database's.
+	ErrInvalid = errors.New("invalid setting")
 )
 
-// codeError adds one of lite's sentinels to a driver error without
-// changing its message.
+// codeError adds one of lite's sentinels to an error without changing
+// its message.
 type codeError struct {
 	err  error
 	kind error

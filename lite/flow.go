@@ -185,7 +185,7 @@ func (q *Queue) setPaused(ctx context.Context, queue string, paused bool) error 
 // queue is under it.
 func (q *Queue) SetLimits(ctx context.Context, queue string, l Limits) error {
 	if err := l.check(); err != nil {
-		return fmt.Errorf("set limits of %s: %w", queue, err)
+		return fmt.Errorf("set limits of %s: %w", queue, codeError{err, ErrInvalid})
 	}
 	err := q.setFlow(ctx, queue, setLimitsSQL, queue, l.MaxRunning, l.Rate, l.Per.Milliseconds())
 	if err != nil {
@@ -200,9 +200,9 @@ func (q *Queue) SetLimits(ctx context.Context, queue string, l Limits) error {
 func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any) error {
 	switch {
 	case queue == "":
-		return errors.New("empty queue name")
+		return codeError{errors.New("empty queue name"), ErrInvalid}
 	case nameProblem(queue) != "":
-		return fmt.Errorf("queue %q %s", queue, nameProblem(queue))
+		return codeError{fmt.Errorf("queue %q %s", queue, nameProblem(queue)), ErrInvalid}
 	}
 	err := q.withTx(ctx, func(tx txConn) error {
 		if _, err := tx.ExecContext(ctx, q.sql(set), args...); err != nil {

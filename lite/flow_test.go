@@ -128,6 +128,7 @@ func TestBadLimitsAreRefusedAndChangeNothing(t *testing.T) {
 				is := is.New(t)
 				err := q.SetLimits(ctx, c.queue, c.l)
 				is.True(err != nil && strings.Contains(err.Error(), c.want))
+				is.True(errors.Is(err, lite.ErrInvalid)) // the caller's mistake, not the database's
 				is.Equal(statsOf(t, q, "q").Limits, before)
 			})
 		}

@@ -156,9 +156,19 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	flows, err := q.queueFlows(ctx)
+	stats, err = q.withFlows(ctx, stats)
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", err)
+	}
+	return stats, nil
+}
+
+// withFlows sets each queue's pause and limits in stats, and adds a row
+// for each queue that has settings but no row, keeping queue order.
+func (q *Queue) withFlows(ctx context.Context, stats []QueueStats) ([]QueueStats, error) {
+	flows, err := q.queueFlows(ctx)
+	if err != nil {
+		return nil, err
 	}
 	for i := range stats {
 		if f, ok := flows[stats[i].Queue]; ok {

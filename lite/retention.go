@@ -116,7 +116,8 @@ on conflict (state) do update set keep_ms = excluded.keep_ms`,
 func (q *Queue) SetRetention(ctx context.Context, r Retention) error {
 	for _, s := range r.states() {
 		if s.keep < 0 || (s.keep > 0 && s.keep < time.Millisecond) {
-			return fmt.Errorf("set retention: %s %s is not a time to keep jobs for: use at least 1ms, or KeepForever", s.state, s.keep)
+			err := fmt.Errorf("%s %s is not a time to keep jobs for: use at least 1ms, or KeepForever", s.state, s.keep)
+			return fmt.Errorf("set retention: %w", codeError{err, ErrInvalid})
 		}
 	}
 	err := q.withTx(ctx, func(tx txConn) error {

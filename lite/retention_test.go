@@ -156,7 +156,7 @@ func TestSetRetentionRefusesWhatIsNoAgeAndChangesNothing(t *testing.T) {
 		} {
 			t.Run("retention "+bad.Done.String()+" "+bad.Dead.String()+" is refused", func(t *testing.T) {
 				is := is.New(t)
-				is.True(q.SetRetention(ctx, bad) != nil)
+				is.True(errors.Is(q.SetRetention(ctx, bad), lite.ErrInvalid))
 				r, err := q.Retention(ctx)
 				is.NoErr(err)
 				is.Equal(r, set) // nothing changed, not even the valid fields

@@ -75,11 +75,16 @@ order by 1`,
 
 // Backlog is Stats for the unfinished states alone: per queue with jobs
 // available or running, their counts and the oldest ready job's wait, in
-// queue order. Unlike Stats, which counts every finished job, it stays
+// queue order, with each queue's pause and limits (a queue with settings
+// but no unfinished job is listed too, with no counts). Unlike Stats, which counts every finished job, it stays
 // fast however many finished jobs the file keeps: it is for dashboards
 // and metrics that ask often.
 func (q *Queue) Backlog(ctx context.Context) ([]QueueStats, error) {
 	out, err := q.queueCounts(ctx, backlogSQL)
+	if err != nil {
+		return nil, fmt.Errorf("backlog: %w", err)
+	}
+	out, err = q.withFlows(ctx, out)
 	if err != nil {
 		return nil, fmt.Errorf("backlog: %w", err)
 	}

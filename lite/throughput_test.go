@@ -83,3 +83,21 @@ func TestBacklogCountsTheUnfinishedJobsAsStatsDoes(t *testing.T) {
 		is.Equal(stats[1].OldestReady, backlog[0].OldestReady)
 	})
 }
+
+func TestBacklogCarriesEachQueuesPauseAndLimits(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		ctx := t.Context()
+		mustEnqueue(t, q, lite.NewJob{Queue: "mail"})
+		is.NoErr(q.Pause(ctx, "mail"))
+		is.NoErr(q.SetLimits(ctx, "idle", lite.Limits{MaxRunning: 2}))
+
+		backlog, err := q.Backlog(ctx)
+		is.NoErr(err)
+		is.Equal(backlog, []lite.QueueStats{
+			{Queue: "idle", Counts: map[lite.State]int64{}, Limits: lite.Limits{MaxRunning: 2}}, // settings and no job
+			{Queue: "mail", Counts: map[lite.State]int64{lite.StateAvailable: 1}, Paused: true},
+		})
+	})
+}

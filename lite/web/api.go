@@ -248,8 +248,10 @@ func (s *server) reply(w http.ResponseWriter, r *http.Request, v any, err error)
 // status is the HTTP status of a library error.
 func status(err error) int {
 	switch {
-	case errors.Is(err, lite.ErrNotFound):
+	case errors.Is(err, lite.ErrNotFound), errors.Is(err, lite.ErrNoSchedule):
 		return http.StatusNotFound
+	case errors.Is(err, lite.ErrInvalid):
+		return http.StatusBadRequest
 	case errors.Is(err, lite.ErrInvalidState), errors.Is(err, lite.ErrDuplicate):
 		return http.StatusConflict
 	case errors.Is(err, lite.ErrBusy):

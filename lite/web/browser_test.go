@@ -123,6 +123,9 @@ func TestInChromium(t *testing.T) {
 	t.Cleanup(func() { q.Close() })
 	ids := seed(t, q, clock)
 	busyHour(t, q, clock)
+	if err := q.SetLimits(t.Context(), "webhooks", lite.Limits{MaxRunning: 4, Rate: 100, Per: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, dialogs := browser(t)
 	srv := httptest.NewServer(web.Handler(q, web.Options{Now: clock.Now}))
 	t.Cleanup(srv.Close)
@@ -152,10 +155,22 @@ func TestInChromium(t *testing.T) {
 		is.Equal(state(t, q, ids.dead), lite.StateAvailable)
 	})
 
+	t.Run("pause a queue from the overview after confirming", func(t *testing.T) {
+		is := is.New(t)
+		is.NoErr(chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(`tr[data-queue="emails"] a.button.pause`)))
+		is.NoErr(chromedp.Do(ctx, chromedp.Click(`tr[data-queue="emails"] a.button.pause`), chromedp.WaitVisible(`button.confirm.pause`)))
+		paused, _ := flow(t, q, "emails")
+		is.True(!paused) // asking changes nothing
+		is.NoErr(chromedp.Do(ctx, chromedp.Click(`button.confirm.pause`), chromedp.WaitVisible(`tr[data-queue="emails"] .badge.paused`)))
+		paused, _ = flow(t, q, "emails")
+		is.True(paused)
+	})
+
 	t.Run("a hostile job opens no dialog and shows as text", func(t *testing.T) {
 		is := is.New(t)
 		id := hostileJob(t, q)
-		for _, target := range []string{fmt.Sprintf("/jobs/%d", id), "/jobs", "/", fmt.Sprintf("/jobs/%d/confirm?action=retry", id)} {
+		hostileFlow(t, q)
+		for _, target := range []string{fmt.Sprintf("/jobs/%d", id), "/jobs", "/", fmt.Sprintf("/jobs/%d/confirm?action=retry", id), "/schedules"} {
 			is.NoErr(chromedp.Do(ctx, chromedp.Navigate(srv.URL+target), chromedp.WaitVisible(`main`)))
 		}
 		is.NoErr(chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, id)), chromedp.WaitVisible(`pre.payload`)))

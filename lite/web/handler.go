@@ -42,6 +42,10 @@ func Handler(q *lite.Queue, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	s.routePages(mux)
 	s.routeAPI(mux)
+	s.routeNamed(mux, queues)
+	s.routeNamed(mux, schedules)
+	s.routeLimits(mux)
+	s.routeSchedules(mux)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)

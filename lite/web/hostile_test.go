@@ -38,15 +38,38 @@ func hostileJob(t *testing.T, q *lite.Queue) int64 {
 	return id
 }
 
+// hostileFlow pauses and limits the hostile queue, and sets a paused
+// schedule whose name, queue and kind are hostile, so that the overview
+// and the schedules page show them with their actions.
+func hostileFlow(t *testing.T, q *lite.Queue) {
+	t.Helper()
+	ctx := t.Context()
+	if err := q.Pause(ctx, hostileName); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.SetLimits(ctx, hostileName, lite.Limits{MaxRunning: 2}); err != nil {
+		t.Fatal(err)
+	}
+	err := q.SetSchedule(ctx, lite.Schedule{Name: hostileName, Spec: "@hourly", Paused: true,
+		Job: lite.NewJob{Queue: hostileName, Kind: hostileName, Payload: []byte(hostile)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestHostileFieldsShowAsText(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
 		id := hostileJob(t, q)
+		hostileFlow(t, q)
 		h := handler(q, clock, web.Options{})
+		name := url.QueryEscape(hostileName)
 		pages := []string{
 			"/", "/live", "/jobs", fmt.Sprintf("/jobs/%d", id),
 			fmt.Sprintf("/jobs/%d/confirm?action=retry", id),
-			"/jobs?queue=" + url.QueryEscape(hostileName) + "&key=" + url.QueryEscape(hostile),
-			"/workers",
+			"/jobs?queue=" + name + "&key=" + url.QueryEscape(hostile),
+			"/workers", "/schedules",
+			"/queues/confirm?action=pause&queue=" + name, "/queues/limits?queue=" + name,
+			"/schedules/confirm?action=remove&schedule=" + name,
 		}
 		for _, page := range pages {
 			t.Run(page, func(t *testing.T) {
@@ -70,6 +93,33 @@ func TestHostileFieldsShowAsText(t *testing.T) {
 			name := "<dd>" + shown[:len(shown)-len(`\x1b[2J\u202e`)] + "</dd>"
 			is.Equal(strings.Count(body, name), 3) // queue, kind, unique key
 
+		})
+		t.Run("the schedules page shows the schedule's name, queue and kind as text", func(t *testing.T) {
+			is := is.New(t)
+			body := get(h, "/schedules").Body.String()
+			shown := "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/textarea&gt;&lt;img src=x onerror=alert(2)&gt;&#34;&#39;javascript:alert(3)"
+			is.Equal(strings.Count(body, "<td>"+shown+"</td>"), 2)  // name, kind
+			is.Equal(strings.Count(body, ">"+shown+"</a></td>"), 1) // queue, linked
+		})
+		t.Run("a confirmation for a name lite never takes is refused", func(t *testing.T) {
+			is := is.New(t)
+			for _, page := range []string{
+				"/queues/confirm?action=pause&queue=", "/queues/limits?queue=", "/schedules/confirm?action=remove&schedule=",
+			} {
+				w := get(h, page+url.QueryEscape(hostile))
+				is.Equal(w.Code, http.StatusBadRequest)             // the page
+				is.True(!strings.Contains(w.Body.String(), "\x1b")) // its name is not in the page at all
+				is.True(!strings.Contains(w.Body.String(), "script&gt;"))
+			}
+		})
+		t.Run("a hostile queue's pause posts its name back intact", func(t *testing.T) {
+			is := is.New(t)
+			w := post(h, "/queues/resume", url.Values{"queue": {hostileName}})
+			is.Equal(w.Code, http.StatusSeeOther)
+			b, err := q.Backlog(t.Context())
+			is.NoErr(err)
+			is.Equal(b[0].Queue, hostileName)
+			is.True(!b[0].Paused)
 		})
 		t.Run("the API gives the fields as JSON strings", func(t *testing.T) {
 			is := is.New(t)

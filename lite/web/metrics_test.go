@@ -25,6 +25,8 @@ func TestMetrics(t *testing.T) {
 		_, err = w.RunOnce(t.Context())
 		is.NoErr(err)
 		w.Wait()
+		is.NoErr(q.Pause(t.Context(), "emails"))
+		is.NoErr(q.SetLimits(t.Context(), "reports", lite.Limits{MaxRunning: 3})) // a queue with settings and no job
 		h := handler(q, clock, web.Options{Token: "s3cret", Metrics: metrics.Handler(q, outcomes)})
 
 		is.Equal(get(h, "/metrics").Code, http.StatusUnauthorized) // behind the token too
@@ -37,8 +39,12 @@ func TestMetrics(t *testing.T) {
 			`lite_oldest_ready_seconds{queue="emails"} 0`,   // its backoff has not passed
 			`lite_worker_events_total{event="started",queue="emails"} 1`,
 			`lite_worker_events_total{event="failed",queue="emails"} 1`,
+			`lite_queue_paused{queue="emails"} 1`,
+			`lite_queue_paused{queue="reports"} 0`,
+			`lite_queue_max_running{queue="reports"} 3`,
 		} {
 			is.True(strings.Contains(body, line+"\n")) // the line
 		}
+		is.True(!strings.Contains(body, `lite_queue_max_running{queue="emails"}`)) // no limit, no gauge
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/liteq/lite/lite"
@@ -39,6 +40,7 @@ func mustParsePages(now func() time.Time) pages {
 		"lines": block,
 		"when":  func(t time.Time) string { return when(t, now()) },
 		"age":   age,
+		"short": short,
 		"rowOf": func(root string, row queueRow) rowContext { return rowContext{root, row} },
 	}
 	names, err := fs.Glob(templateFiles, "templates/*.html")
@@ -95,6 +97,19 @@ func when(t, now time.Time) string {
 		rel = "in " + age(-d)
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z") + " (" + rel + ")"
+}
+
+// short is d without its trailing zero units: 1m rather than 1m0s, as
+// a limit's period is written.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // age is d rounded for reading: 850ms, 42s, 3m10s, 5h2m, 3d4h.
@@ -168,14 +183,19 @@ func (s *server) routePages(mux *http.ServeMux) {
 	})
 }
 
-// queueRow is one queue on the overview: its backlog by state, and its
-// jobs done and dead in the chart's window. Paused or limited queues, and
-// a queue's actions, belong here when the library has them.
+// queueRow is one queue on the overview: its backlog by state, its jobs
+// done and dead in the chart's window, its pause and limits, and the
+// actions it offers (none when read-only; Admin says the same for the
+// limits form).
 type queueRow struct {
 	Queue       string
 	Counts      []stateCount
 	OldestReady time.Duration
 	Chart       chart
+	Paused      bool
+	Limits      lite.Limits
+	Actions     []namedAction
+	Admin       bool
 }
 
 // stateCount is a number of a queue's jobs in a state, linked to them.
@@ -207,11 +227,16 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, tmpl string) {
 		s.fail(w, r, status(err), err.Error())
 		return
 	}
-	s.renderPart(w, r, http.StatusOK, "overview", tmpl, queueRows(backlog, charts(t, s.opts.Now())))
+	rows := queueRows(backlog, charts(t, s.opts.Now()))
+	for i := range rows {
+		rows[i].Actions = s.actionsFor(queues, rows[i].Paused)
+		rows[i].Admin = !s.opts.ReadOnly
+	}
+	s.renderPart(w, r, http.StatusOK, "overview", tmpl, rows)
 }
 
-// queueRows is a row for each queue with a backlog or finished jobs in
-// the chart, in queue order.
+// queueRows is a row for each queue with a backlog, settings or finished
+// jobs in the chart, in queue order.
 func queueRows(backlog []lite.QueueStats, charts map[string]chart) []queueRow {
 	byQueue := map[string]lite.QueueStats{}
 	for _, b := range backlog {
@@ -225,7 +250,7 @@ func queueRows(backlog []lite.QueueStats, charts map[string]chart) []queueRow {
 	rows := make([]queueRow, 0, len(byQueue))
 	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
 		b, c := byQueue[q], charts[q]
-		rows = append(rows, queueRow{Queue: q, OldestReady: b.OldestReady, Chart: c, Counts: []stateCount{
+		rows = append(rows, queueRow{Queue: q, OldestReady: b.OldestReady, Chart: c, Paused: b.Paused, Limits: b.Limits, Counts: []stateCount{
 			{lite.StateAvailable, b.Counts[lite.StateAvailable]},
 			{lite.StateRunning, b.Counts[lite.StateRunning]},
 			{lite.StateDone, c.Done},

@@ -1,5 +1,6 @@
 // Package metrics exposes a lite queue to Prometheus: its available and
-// running jobs by queue and the age of each queue's oldest ready job, read
+// running jobs by queue, the age of each queue's oldest ready job, and
+// which queues are paused or capped in how many jobs run at once, read
 // from the database at each scrape (so every process on the file is
 // counted), and the outcomes a worker of this process reported, through
 // Outcomes. Finished jobs are counted by those outcomes rather than read:
@@ -42,20 +43,29 @@ var (
 	oldestDesc = prometheus.NewDesc("lite_oldest_ready_seconds",
 		"How long the oldest available job whose run_at has come has waited, by queue; 0 when none waits.",
 		[]string{"queue"}, nil)
+	pausedDesc = prometheus.NewDesc("lite_queue_paused",
+		"1 while the queue is paused (no job of it starts), 0 otherwise, by queue.",
+		[]string{"queue"}, nil)
+	maxRunningDesc = prometheus.NewDesc("lite_queue_max_running",
+		"How many of the queue's jobs may run at once, by queue; absent when there is no such limit.",
+		[]string{"queue"}, nil)
 )
 
 // collector reads q's stats at each scrape.
 type collector struct{ q *lite.Queue }
 
 // NewCollector is a collector of q's available and running jobs by queue
-// (lite_jobs, with a state label) and of each queue's oldest ready age
-// (lite_oldest_ready_seconds), for a program that has a Prometheus
-// registry of its own.
+// (lite_jobs, with a state label), of each queue's oldest ready age
+// (lite_oldest_ready_seconds), whether it is paused (lite_queue_paused)
+// and its max running limit (lite_queue_max_running), for a program that
+// has a Prometheus registry of its own.
 func NewCollector(q *lite.Queue) prometheus.Collector { return collector{q} }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- jobsDesc
 	ch <- oldestDesc
+	ch <- pausedDesc
+	ch <- maxRunningDesc
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
@@ -71,6 +81,14 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.Counts[state]), s.Queue, string(state))
 		}
 		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestReady.Seconds(), s.Queue)
+		paused := 0.0
+		if s.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, s.Queue)
+		if s.Limits.MaxRunning > 0 {
+			ch <- prometheus.MustNewConstMetric(maxRunningDesc, prometheus.GaugeValue, float64(s.Limits.MaxRunning), s.Queue)
+		}
 	}
 }
 
