@@ -83,8 +83,8 @@ func (s *server) routeAPI(mux *http.ServeMux) {
 	})
 }
 
-// jobPage is a page of jobs: Next is the after= of the page that follows,
-// or 0 on the last page.
+// jobPage is a page of jobs, newest first: Next is the before= of the
+// page that follows, or 0 on the last page.
 type jobPage struct {
 	Jobs []*lite.Job `json:"jobs"`
 	Next int64       `json:"next"`
@@ -122,7 +122,7 @@ func nonNil[T any](list []T) []T {
 	return list
 }
 
-// next is the after= for the page following jobs, 0 when this one is the
+// next is the before= for the page following jobs, 0 when this one is the
 // last: a short page is the last.
 func next(jobs []*lite.Job, f lite.ListFilter) int64 {
 	if len(jobs) == 0 || len(jobs) < f.Limit {
@@ -132,8 +132,9 @@ func next(jobs []*lite.Job, f lite.ListFilter) int64 {
 }
 
 // parseFilter reads a page of jobs' filter from the query: state, queue,
-// kind, key (a unique key), after (the last id of the page before) and
-// limit.
+// kind, key (a unique key), before (the last id of the page before) and
+// limit. Pages run newest first, as a dashboard shows them; it also lets
+// a page of available jobs, the newest of a file, be found at once.
 func parseFilter(r *http.Request) (lite.ListFilter, error) {
 	v := r.URL.Query()
 	f := lite.ListFilter{
@@ -141,17 +142,18 @@ func parseFilter(r *http.Request) (lite.ListFilter, error) {
 		Queue:     v.Get("queue"),
 		Kind:      v.Get("kind"),
 		UniqueKey: v.Get("key"),
+		Newest:    true,
 		Limit:     100,
 	}
 	if f.State != "" && !slices.Contains(lite.States, f.State) {
 		return f, fmt.Errorf("unknown state %q", f.State)
 	}
-	if a := v.Get("after"); a != "" {
-		n, err := strconv.ParseInt(a, 10, 64)
+	if b := v.Get("before"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
 		if err != nil || n < 0 {
-			return f, fmt.Errorf("after must be a job id, not %q", a)
+			return f, fmt.Errorf("before must be a job id, not %q", b)
 		}
-		f.AfterID = n
+		f.BeforeID = n
 	}
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)

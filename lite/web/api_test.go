@@ -62,7 +62,7 @@ func TestAPI(t *testing.T) {
 			is.Equal(th[0], lite.Throughput{Queue: "emails", Minute: start.Add(time.Minute), Dead: 1})
 		})
 
-		t.Run("jobs come in pages with the next page's after", func(t *testing.T) {
+		t.Run("jobs come in pages, newest first, with the next page's before", func(t *testing.T) {
 			is := is.New(t)
 			var page struct {
 				Jobs []*lite.Job
@@ -70,10 +70,11 @@ func TestAPI(t *testing.T) {
 			}
 			decode(t, get(h, "/api/jobs?limit=2").Body.Bytes(), &page)
 			is.Equal(len(page.Jobs), 2)
-			is.Equal(page.Next, ids.running)
-			decode(t, get(h, fmt.Sprintf("/api/jobs?limit=2&after=%d", page.Next)).Body.Bytes(), &page)
-			is.Equal(len(page.Jobs), 1)
 			is.Equal(page.Jobs[0].ID, ids.available)
+			is.Equal(page.Next, ids.running)
+			decode(t, get(h, fmt.Sprintf("/api/jobs?limit=2&before=%d", page.Next)).Body.Bytes(), &page)
+			is.Equal(len(page.Jobs), 1)
+			is.Equal(page.Jobs[0].ID, ids.dead)
 			is.Equal(page.Next, int64(0)) // the last page
 			decode(t, get(h, "/api/jobs?key=welcome-ada").Body.Bytes(), &page)
 			is.Equal(len(page.Jobs), 1)
@@ -82,7 +83,7 @@ func TestAPI(t *testing.T) {
 
 		t.Run("a bad filter is 400", func(t *testing.T) {
 			is := is.New(t)
-			for _, target := range []string{"/api/jobs?state=lost", "/api/jobs?after=x", "/api/jobs?limit=0", "/api/jobs?limit=1001"} {
+			for _, target := range []string{"/api/jobs?state=lost", "/api/jobs?before=x", "/api/jobs?limit=0", "/api/jobs?limit=1001"} {
 				w := get(h, target)
 				is.Equal(w.Code, http.StatusBadRequest)
 				is.True(apiError(t, w.Body.Bytes()) != "")

@@ -261,7 +261,7 @@ func queueRows(backlog []lite.QueueStats, charts map[string]chart) []queueRow {
 }
 
 // jobsView is the jobs page: the filter, a page of jobs and the next
-// page's after=.
+// page's before=.
 type jobsView struct {
 	Filter lite.ListFilter
 	States []lite.State

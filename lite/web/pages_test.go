@@ -47,10 +47,11 @@ func TestPages(t *testing.T) {
 			is.True(!strings.Contains(body, fmt.Sprintf(`href="./jobs/%d"`, ids.available)))
 
 			first := get(h, "/jobs?queue=emails&limit=2").Body.String()
-			next := fmt.Sprintf("after=%d", ids.running)
-			is.True(strings.Contains(first, next)) // the next page starts after the second job
+			next := fmt.Sprintf("before=%d", ids.running)
+			is.True(strings.Contains(first, next)) // newest first: the next page starts below the second job
 			second := get(h, "/jobs?queue=emails&limit=2&"+next).Body.String()
-			is.True(strings.Contains(second, fmt.Sprintf(`href="./jobs/%d"`, ids.available)))
+			is.True(strings.Contains(second, fmt.Sprintf(`href="./jobs/%d"`, ids.dead)))
+			is.True(!strings.Contains(second, fmt.Sprintf(`href="./jobs/%d"`, ids.available)))
 			is.True(!strings.Contains(second, "Next page")) // a short page is the last
 		})
 
