@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/liteq/lite/lite"
 	"github.com/liteq/lite/lite/litetest"
@@ -47,4 +48,23 @@ func TestMetrics(t *testing.T) {
 		}
 		is.True(!strings.Contains(body, `lite_queue_max_running{queue="emails"}`)) // no limit, no gauge
 	})
+}
+
+// A queue name that is not UTF-8 cannot come from lite's enqueue, but
+// other SQL can write one: it must neither crash the worker whose event
+// names it nor blank the metrics.
+func TestMetricsSurviveAQueueNameThatIsNotUTF8(t *testing.T) {
+	is := is.New(t)
+	q := litetest.Open(t)
+	_, err := q.DB().ExecContext(t.Context(), `insert into lite_jobs (queue, kind, payload, run_at, max_attempts, created_at)
+values (cast(x'62616462ff' as text), 'k', x'', 0, 3, 0)`)
+	is.NoErr(err)
+	outcomes := metrics.NewOutcomes()
+	outcomes.OnEvent(lite.Event{Kind: lite.EventStarted, Job: &lite.Job{Queue: "bad\xff"}}) // no panic
+	h := handler(q, litetest.NewClock(time.Now()), web.Options{Metrics: metrics.Handler(q, outcomes)})
+	resp := get(h, "/metrics")
+	is.Equal(resp.Code, http.StatusOK)
+	body := resp.Body.String()
+	is.True(strings.Contains(body, "lite_jobs{queue=\"badb\uFFFD\",state=\"available\"} 1\n"))
+	is.True(strings.Contains(body, "lite_worker_events_total{event=\"started\",queue=\"bad\uFFFD\"} 1\n"))
 }

@@ -17,6 +17,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/liteq/lite/lite"
@@ -34,8 +35,16 @@ func Handler(q *lite.Queue, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(q))
 	reg.MustRegister(extra...)
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+	// A metric that fails is left out and the rest are served: one bad
+	// row must not blank a dashboard, nor send a stack trace to a client.
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
+
+// label makes a queue name a label value. The Prometheus client panics on
+// invalid UTF-8, and lite refuses such names at enqueue, but a row that
+// other SQL or an older lite wrote may hold one: its bytes that are not
+// UTF-8 become U+FFFD rather than crash a worker or a scrape.
+func label(queue string) string { return strings.ToValidUTF8(queue, "\uFFFD") }
 
 var (
 	jobsDesc = prometheus.NewDesc("lite_jobs", "Unfinished jobs in the database (available, running), by queue and state.",
@@ -78,16 +87,16 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, s := range stats {
 		for _, state := range []lite.State{lite.StateAvailable, lite.StateRunning} {
-			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.Counts[state]), s.Queue, string(state))
+			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.Counts[state]), label(s.Queue), string(state))
 		}
-		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestReady.Seconds(), s.Queue)
+		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestReady.Seconds(), label(s.Queue))
 		paused := 0.0
 		if s.Paused {
 			paused = 1
 		}
-		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, s.Queue)
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, label(s.Queue))
 		if s.Limits.MaxRunning > 0 {
-			ch <- prometheus.MustNewConstMetric(maxRunningDesc, prometheus.GaugeValue, float64(s.Limits.MaxRunning), s.Queue)
+			ch <- prometheus.MustNewConstMetric(maxRunningDesc, prometheus.GaugeValue, float64(s.Limits.MaxRunning), label(s.Queue))
 		}
 	}
 }
@@ -110,7 +119,7 @@ func NewOutcomes() *Outcomes {
 func (o *Outcomes) OnEvent(e lite.Event) {
 	queue := ""
 	if e.Job != nil {
-		queue = e.Job.Queue
+		queue = label(e.Job.Queue)
 	}
 	o.events.WithLabelValues(queue, string(e.Kind)).Inc()
 }
