@@ -3,7 +3,6 @@ package web
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
 	"net"
 	"net/http"
 	"slices"
@@ -79,20 +78,12 @@ func (s *server) authorized(r *http.Request) bool {
 	if s.opts.Token == "" {
 		return true
 	}
-	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		return equal(bearer, s.opts.Token)
+	// The scheme's case does not matter (RFC 9110, 11.1).
+	if scheme, bearer, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		return equal(strings.TrimSpace(bearer), s.opts.Token)
 	}
 	c, err := r.Cookie(sessionCookie)
-	return err == nil && equal(c.Value, s.session())
-}
-
-// session is the cookie's value: derived from the token, so that the
-// token itself never sits in the browser, and changing the token ends
-// every session.
-func (s *server) session() string {
-	m := hmac.New(sha256.New, []byte(s.opts.Token))
-	m.Write([]byte("lite dashboard session"))
-	return hex.EncodeToString(m.Sum(nil))
+	return err == nil && s.sessions.valid(c.Value, s.opts.Now())
 }
 
 // equal compares secrets in constant time; hashing first hides their
@@ -123,16 +114,27 @@ func (s *server) login() http.Handler {
 			s.render(w, r, http.StatusUnauthorized, "login", "wrong token")
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.session(),
-			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.sessions.start(s.opts.Now()),
+			MaxAge: int(sessionLifetime.Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 		seeOther(w, root(r))
 	})
 }
 
+// logout ends the session on the server, not only in the browser.
 func (s *server) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		s.sessions.end(c.Value)
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 	seeOther(w, root(r))
+}
+
+// overTLS reports whether the browser reached r over TLS, directly or
+// through a proxy that ended it: its cookie is then sent over TLS only.
+// A forged header can only make the cookie stricter.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // machine reports whether r is for the API or the metrics, which answer

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/liteq/lite/lite"
 	"github.com/liteq/lite/lite/litetest"
@@ -61,6 +62,36 @@ func TestRefusals(t *testing.T) {
 			is.Equal(w.Code, http.StatusOK)
 			w = do(h, request{method: http.MethodGet, target: "/jobs", header: map[string]string{"Cookie": c.Name + "=forged"}})
 			is.Equal(w.Code, http.StatusUnauthorized)
+		})
+
+		t.Run("a session ends when its browser logs out, and after its lifetime", func(t *testing.T) {
+			is := is.New(t)
+			h := handler(q, clock, web.Options{Token: "s3cret"})
+			login := func() string {
+				t.Helper()
+				c := post(h, "/login", url.Values{"token": {"s3cret"}}).Result().Cookies()[0]
+				is.True(c.MaxAge > 0) // the browser forgets it too
+				return c.Name + "=" + c.Value
+			}
+			cookie := map[string]string{"Cookie": login()}
+			is.Equal(do(h, request{method: http.MethodGet, target: "/jobs", header: cookie}).Code, http.StatusOK)
+			is.Equal(do(h, request{method: http.MethodPost, target: "/logout", header: cookie}).Code, http.StatusSeeOther)
+			is.Equal(do(h, request{method: http.MethodGet, target: "/jobs", header: cookie}).Code, http.StatusUnauthorized) // a copy of the cookie is void
+
+			cookie = map[string]string{"Cookie": login()}
+			clock.Advance(12*time.Hour - time.Second)
+			is.Equal(do(h, request{method: http.MethodGet, target: "/jobs", header: cookie}).Code, http.StatusOK)
+			clock.Advance(time.Second)
+			is.Equal(do(h, request{method: http.MethodGet, target: "/jobs", header: cookie}).Code, http.StatusUnauthorized)
+		})
+
+		t.Run("the bearer scheme is read whatever its case", func(t *testing.T) {
+			is := is.New(t)
+			h := handler(q, clock, web.Options{Token: "s3cret"})
+			for _, auth := range []string{"bearer s3cret", "BEARER s3cret"} {
+				is.Equal(do(h, request{method: http.MethodGet, target: "/api/stats", header: map[string]string{"Authorization": auth}}).Code, http.StatusOK)
+			}
+			is.Equal(do(h, request{method: http.MethodGet, target: "/api/stats", header: map[string]string{"Authorization": "bearer s3cre"}}).Code, http.StatusUnauthorized)
 		})
 
 		t.Run("a Host the server does not expect is refused", func(t *testing.T) {

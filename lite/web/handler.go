@@ -26,7 +26,8 @@ type Options struct {
 	// Metrics, if set, is served at metrics behind the same checks (see
 	// package metrics).
 	Metrics http.Handler
-	// Now is the clock for ages shown (heartbeat, oldest ready job).
+	// Now is the clock for ages shown (heartbeat, oldest ready job) and
+	// for the end of a login session.
 	// Default time.Now.
 	Now func() time.Time
 }
@@ -55,7 +56,8 @@ func Handler(q *lite.Queue, opts Options) http.Handler {
 
 // server holds what every page and API call needs.
 type server struct {
-	q     *lite.Queue
-	opts  Options
-	pages pages
+	q        *lite.Queue
+	opts     Options
+	pages    pages
+	sessions sessions
 }
