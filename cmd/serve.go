@@ -30,6 +30,10 @@ type ServeCmd struct {
 	Command []string `arg:"" optional:"" passthrough:"" help:"A command to run once per job, after --, as lite work runs it (default: serve only)."`
 }
 
+// minToken is the shortest token a server off loopback takes: a guess of
+// 16 random characters is out of reach, one of a short word is not.
+const minToken = 16
+
 // Validate refuses to serve off loopback without a token, and checks the
 // workers' flags when there is a command.
 func (c *ServeCmd) Validate(kctx *kong.Context) error {
@@ -39,6 +43,9 @@ func (c *ServeCmd) Validate(kctx *kong.Context) error {
 	}
 	if !loopback(host) && c.Token == "" {
 		return fmt.Errorf("--addr %s is not a loopback address: give a --token (or LITE_TOKEN), or listen on 127.0.0.1", c.Addr)
+	}
+	if !loopback(host) && len(c.Token) < minToken {
+		return fmt.Errorf("--addr %s is not a loopback address: its --token must be at least %d characters, not %d (e.g. openssl rand -hex 16)", c.Addr, minToken, len(c.Token))
 	}
 	if len(argv(c.Command)) == 0 {
 		return nil
@@ -79,7 +86,14 @@ func (c *ServeCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) 
 	srv := &http.Server{
 		Handler: web.Handler(q, web.Options{Token: c.Token, ReadOnly: c.ReadOnly, Hosts: hosts,
 			Metrics: metrics.Handler(q, collectors...)}),
+		// A client may hold a connection only while it uses it: an idle
+		// or trickling one is closed, so that no number of them exhausts
+		// the process's file descriptors. The dashboard polls; nothing
+		// streams for longer than a response's write.
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
 	}
 	fmt.Fprintf(env.Stderr, "lite: serving http://%s/\n", ln.Addr())
 	served := make(chan error, 1)

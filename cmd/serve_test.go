@@ -28,6 +28,12 @@ func TestServeRefusesANonLoopbackAddressWithoutAToken(t *testing.T) {
 	is.Equal(ExitCode(err), 2)
 	_, statErr := os.Stat(db)
 	is.True(os.IsNotExist(statErr)) // refused before the file was made
+	err = Run(ctx, []string{"--db", db, "serve", "--addr", "0.0.0.0:0", "--token", "s3cret"}, Env{Stdout: &out, Stderr: &out})
+	is.True(err != nil)
+	is.Equal(err.Error(), "serve: --addr 0.0.0.0:0 is not a loopback address: its --token must be at least 16 characters, not 6 (e.g. openssl rand -hex 16)")
+	is.Equal(ExitCode(err), 2)
+	_, statErr = os.Stat(db)
+	is.True(os.IsNotExist(statErr)) // a short token is refused as no token is
 	for host, want := range map[string]bool{"127.0.0.1": true, "::1": true, "localhost": true, "": false, "0.0.0.0": false, "10.0.0.7": false, "example.com": false} {
 		is.Equal(loopback(host), want) // the host
 	}
@@ -37,7 +43,7 @@ func TestServeWithATokenListensAnywhereAndStopsWhenItsContextEnds(t *testing.T) 
 	is := is.New(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	base, done := startServe(t, ctx, "--db", filepath.Join(t.TempDir(), "q.db"), "serve", "--addr", "0.0.0.0:0", "--token", "s3cret")
+	base, done := startServe(t, ctx, "--db", filepath.Join(t.TempDir(), "q.db"), "serve", "--addr", "0.0.0.0:0", "--token", "0123456789abcdef")
 	u, err := url.Parse(base)
 	is.NoErr(err)
 	resp, err := http.Get("http://127.0.0.1:" + u.Port() + "/api/stats")
