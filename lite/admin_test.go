@@ -352,3 +352,26 @@ func TestListNewestFirstPagesDown(t *testing.T) {
 		}
 	})
 }
+
+func TestListCanOmitPayloadsAndResults(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		ctx := t.Context()
+		id := mustEnqueue(t, q, lite.NewJob{Queue: "mail", Payload: []byte(`{"big":"payload"}`)})
+		is.NoErr(q.AckDone(ctx, mustLeaseOne(t, q, "mail").Lease(), []byte("a result")))
+		for _, newest := range []bool{false, true} {
+			jobs, err := q.List(ctx, lite.ListFilter{OmitBodies: true, Newest: newest})
+			is.NoErr(err)
+			is.Equal(len(jobs), 1)
+			is.Equal(jobs[0].ID, id)
+			is.Equal(len(jobs[0].Payload), 0)
+			is.Equal(len(jobs[0].Result), 0)
+			is.Equal(jobs[0].State, lite.StateDone) // the other fields are there
+		}
+		jobs, err := q.List(ctx, lite.ListFilter{})
+		is.NoErr(err)
+		is.Equal(string(jobs[0].Payload), `{"big":"payload"}`)
+		is.Equal(string(jobs[0].Result), "a result")
+	})
+}

@@ -43,6 +43,10 @@ type ListFilter struct {
 	BeforeID int64
 	// Limit caps the page. Default 100.
 	Limit int
+	// OmitBodies leaves every job's Payload and Result empty, for a
+	// listing that shows neither: a page of large jobs then costs their
+	// other fields alone in memory. Get reads one job whole.
+	OmitBodies bool
 }
 
 // listSQL reads a page of jobs. Its state, queue, kind and unique key
@@ -65,13 +69,22 @@ func listSQL(newest, running bool) stmt {
 		from, state = "lite_jobs indexed by lite_jobs_running", "?1 = 'running' and state = 'running'"
 	}
 	return stmt{
-		sqlite: `select ` + jobColumns + ` from ` + from + `
+		sqlite: `select ` + listColumns.sqlite + ` from ` + from + `
 where ` + state + ` and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3)
   and (?6 = '' or unique_key = ?6) and ` + order + ` limit ?5`,
-		postgres: `select ` + jobColumns + ` from lite_jobs
+		postgres: `select ` + listColumns.postgres + ` from lite_jobs
 where ($1 = '' or state = $1) and ($2 = '' or queue = $2) and ($3 = '' or kind = $3)
   and ($6 = '' or unique_key = $6) and ` + pgOrder + ` limit $5`,
 	}
+}
+
+// listColumns are jobColumns with payload and result left empty when
+// the seventh parameter (OmitBodies) is true.
+var listColumns = stmt{
+	sqlite: strings.NewReplacer("payload,", "case when ?7 then x'' else payload end,",
+		"result,", "case when ?7 then null else result end,").Replace(jobColumns),
+	postgres: strings.NewReplacer("payload,", "case when $7 then ''::bytea else payload end,",
+		"result,", "case when $7 then null else result end,").Replace(jobColumns),
 }
 
 // listSQLs holds listSQL's texts by [newest][running], each prepared once.
@@ -106,7 +119,7 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 		from = f.BeforeID
 	}
 	s := listSQLs[b2i(f.Newest)][b2i(f.State == StateRunning)]
-	rows, err := q.r.QueryContext(ctx, q.sql(s), string(f.State), f.Queue, f.Kind, from, f.Limit, f.UniqueKey)
+	rows, err := q.r.QueryContext(ctx, q.sql(s), string(f.State), f.Queue, f.Kind, from, f.Limit, f.UniqueKey, f.OmitBodies)
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", classify(err))
 	}

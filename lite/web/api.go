@@ -143,7 +143,10 @@ func parseFilter(r *http.Request) (lite.ListFilter, error) {
 		Kind:      v.Get("kind"),
 		UniqueKey: v.Get("key"),
 		Newest:    true,
-		Limit:     100,
+		// A page shows no payload or result: a job's own page does. A
+		// page of large jobs would cost their bodies in memory.
+		OmitBodies: true,
+		Limit:      100,
 	}
 	if f.State != "" && !slices.Contains(lite.States, f.State) {
 		return f, fmt.Errorf("unknown state %q", f.State)
