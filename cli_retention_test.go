@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -57,4 +58,22 @@ func TestVacuumPrintsTheSizeBeforeAndAfter(t *testing.T) {
 		is.True(sizes["after"].(float64) > 0)
 		is.Equal(len(listJobs(t, db)), 1) // the job is kept
 	})
+}
+
+func TestVacuumRefusesWhileAWorkerRunsUnlessForced(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	mustLite(t, db, "", "enqueue", "x")
+	startWorker(t, db, nil, "-q", "idle", "--", "true")
+	eventually(t, "the worker announces itself", func() bool {
+		return strings.Contains(mustLite(t, db, "", "workers"), "idle")
+	})
+
+	r := runLite(t, db, "", "vacuum")
+	is.Equal(r.code, 1)
+	is.Equal(r.stderr, "lite: vacuum: workers are running: 1 live on the file would lose their leases during the rewrite; stop them first (lite workers lists them), or give --force\n")
+	is.Equal(r.stdout, "")
+
+	is.True(strings.HasPrefix(mustLite(t, db, "", "vacuum", "--force"), "vacuumed the file: "))
+	is.Equal(len(listJobs(t, db)), 1)
 }

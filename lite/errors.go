@@ -37,6 +37,11 @@ var (
 	ErrFull = errors.New("database full")
 	// ErrNoSchedule means no schedule has the given name.
 	ErrNoSchedule = errors.New("no such schedule")
+	// ErrWorkersRunning means Vacuum found live workers announced in the
+	// file and left it as it was: the rewrite would hold the write lock
+	// long enough for their leases to lapse and their jobs to run twice.
+	// Stop them, or pass VacuumOptions.Force.
+	ErrWorkersRunning = errors.New("workers are running")
 )
 
 // codeError adds one of lite's sentinels to a driver error without
