@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -86,4 +87,29 @@ func TestVacuumRefusesWhileAWorkerRunsUnlessForced(t *testing.T) {
 
 	is.True(strings.HasPrefix(mustLite(t, db, "", "vacuum", "--force"), "vacuumed the file: "))
 	is.Equal(len(listJobs(t, db)), 1)
+}
+
+// A worker run from cron, exiting when its queues are empty, never lives
+// to its periodic clean: it cleans once before it exits, so a file worked
+// only that way keeps no done job past its retention.
+func TestWorkExitingWhenEmptyAppliesTheRetention(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		last := strings.TrimSpace(mustLite(t, db, "", "enqueue", "x"))
+		mustLite(t, db, "", "retention", "--done", "1ms")
+		for range 5 {
+			mustLite(t, db, "", "work", "--exit-when-empty", "--", "true")
+			for _, j := range listJobs(t, db) {
+				// The run's own job may be under 1 ms old at its clean; every
+				// earlier one is past it.
+				is.Equal(fmt.Sprint(j.ID), last)
+				is.Equal(j.State, "done")
+			}
+			last = strings.TrimSpace(mustLite(t, db, "", "enqueue", "x"))
+		}
+		mustLite(t, db, "", "work", "--exit-when-empty", "--", "true")
+		mustLite(t, db, "", "work", "--exit-when-empty", "--", "true") // nothing to run, still cleans
+		is.Equal(len(listJobs(t, db)), 0)
+	})
 }
