@@ -75,6 +75,18 @@ func TestCLIPauseResumeAndLimit(t *testing.T) {
 				is.True(!strings.Contains(r.stderr, "\x1b")) // a hostile name is escaped
 				is.Equal(flow(), before)
 			}
+			// Every bad --rate is a usage error, and says what is wrong.
+			for _, c := range []struct{ rate, want string }{
+				{"1/1ns", `rate "1/1ns": the period is under a millisecond`},
+				{"5/1000000000h", `rate "5/1000000000h": the period is too long: at most 2562047h`},
+				{"5/fortnight", `rate "5/fortnight": the period is not a positive duration`},
+			} {
+				r := runLite(t, db, "", "limit", "mail", "--rate", c.rate)
+				is.Equal(r.code, 2)
+				is.True(strings.Contains(r.stderr, c.want))
+				is.Equal(strings.Count(r.stderr, "\n"), 1)
+				is.Equal(flow(), before)
+			}
 		})
 	})
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -43,8 +44,13 @@ func (r *rate) UnmarshalText(b []byte) error {
 		period = "1" + period
 	}
 	per, err := time.ParseDuration(period)
-	if err != nil || per <= 0 {
+	switch {
+	case durationOverflows(period):
+		return fmt.Errorf("rate %q: the period is too long: at most %dh", s, math.MaxInt64/int64(time.Hour))
+	case err != nil || per <= 0:
 		return fmt.Errorf("rate %q: the period is not a positive duration (1s, 1m, 500ms)", s)
+	case per < time.Millisecond:
+		return fmt.Errorf("rate %q: the period is under a millisecond, the finest time lite stores", s)
 	}
 	*r = rate{n, per}
 	return nil

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -70,16 +71,26 @@ func parseKeep(s string) (time.Duration, error) {
 	case "default":
 		return 0, nil
 	}
+	const day = 24 * time.Hour
+	// KeepForever is the longest Duration: a retention must be shorter.
+	maxDays := int64(lite.KeepForever/day) - 1
+	tooLong := fmt.Errorf("%q is too long: at most %dd, or forever", s, maxDays)
 	var keep time.Duration
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseInt(days, 10, 64)
-		if err != nil || n <= 0 || n > int64(lite.KeepForever/(24*time.Hour))-1 {
+		switch {
+		case errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(days, "-"), err == nil && n > maxDays:
+			return 0, tooLong
+		case err != nil:
 			return 0, fmt.Errorf("%q is not a whole number of days (such as 7d)", s)
 		}
-		keep = time.Duration(n) * 24 * time.Hour
+		keep = time.Duration(n) * day
 	} else {
 		d, err := time.ParseDuration(s)
-		if err != nil {
+		switch {
+		case durationOverflows(s):
+			return 0, tooLong
+		case err != nil:
 			return 0, fmt.Errorf("%q is not a duration (such as 36h or 7d), forever or default", s)
 		}
 		keep = d

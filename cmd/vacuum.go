@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/liteq/lite/lite"
@@ -9,12 +10,17 @@ import (
 
 // VacuumCmd compacts the database, and converts a SQLite file made before
 // retention so that cleaning gives space back.
-type VacuumCmd struct{}
+type VacuumCmd struct {
+	Force bool `help:"Rewrite the file even while workers run on it (lite workers): their jobs may be reclaimed and run twice."`
+}
 
 // Run vacuums and prints the size before and after (--json: {"before":
 // bytes, "after": bytes}).
 func (c *VacuumCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
-	rep, err := q.Vacuum(ctx)
+	rep, err := q.Vacuum(ctx, lite.VacuumOptions{Force: c.Force})
+	if errors.Is(err, lite.ErrWorkersRunning) {
+		return fmt.Errorf("%w (lite workers lists them), or give --force", err)
+	}
 	if err != nil {
 		return err
 	}

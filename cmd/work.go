@@ -198,6 +198,9 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *Globals, q *lite.Que
 	if err := w.Run(work); err != nil {
 		return err
 	}
+	if exitWhenEmpty && ctx.Err() == nil {
+		cleanBeforeExit(ctx, q, log)
+	}
 	select {
 	case <-now:
 		return errors.New("work: stopped at once on a second signal: running commands were killed; a job whose give-back failed (see the log) is reclaimed once its stale-after lapses")
@@ -223,6 +226,22 @@ func stopNow(ctx context.Context) <-chan struct{} {
 		return now.Done()
 	}
 	return nil
+}
+
+// cleanBeforeExit deletes the finished jobs past the file's retention
+// once. A worker that exits when its queues are empty (run from cron, say)
+// would otherwise exit before its periodic clean comes round, and a file
+// worked only that way would keep every job forever. A failure costs only
+// the space, until the next run: it is logged, and the exit stays 0. A
+// signal stops it between batches.
+func cleanBeforeExit(ctx context.Context, q *lite.Queue, log *slog.Logger) {
+	rep, err := q.Clean(ctx)
+	if err != nil && ctx.Err() == nil {
+		log.Warn("lite: deleting finished jobs past their retention failed; the next run tries again", "err", err)
+	}
+	if rep.Deleted > 0 {
+		log.Debug("lite: deleted finished jobs past their retention", "deleted", rep.Deleted, "freed_pages", rep.FreedPages)
+	}
 }
 
 // stopWhenEmpty calls stop once nothing in the queues is left to do.

@@ -41,6 +41,11 @@ var (
 	// retention, a queue name lite does not take); nothing changed. It
 	// is the caller's mistake, where the other errors are the database's.
 	ErrInvalid = errors.New("invalid setting")
+	// ErrWorkersRunning means Vacuum found live workers announced in the
+	// file and left it as it was: the rewrite would hold the write lock
+	// long enough for their leases to lapse and their jobs to run twice.
+	// Stop them, or pass VacuumOptions.Force.
+	ErrWorkersRunning = errors.New("workers are running")
 )
 
 // codeError adds one of lite's sentinels to an error without changing

@@ -3,6 +3,8 @@ package lite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"os"
 	"strings"
 	"time"
 )
@@ -60,4 +62,12 @@ func FireAfter(ctx context.Context, q *Queue, between func()) (int, error) {
 	}
 	between()
 	return q.fireEach(ctx, due, now)
+}
+
+// NoHardLinks makes Open create new files as it does on a file system
+// without hard links, until the test ends. Tests using it must not run in
+// parallel.
+func NoHardLinks(t interface{ Cleanup(func()) }) {
+	linkFile = func(string, string) error { return errors.ErrUnsupported }
+	t.Cleanup(func() { linkFile = os.Link })
 }

@@ -58,6 +58,38 @@ func TestOpen(t *testing.T) {
 		is.Equal(sync, 2) // FULL by default
 	})
 
+	// Clean gives space back only in this mode, and SQLite takes it only
+	// before a file's first page is written.
+	autoVacuum := func(t *testing.T, q *lite.Queue) int64 {
+		var mode int64
+		if err := q.DB().QueryRow(`pragma auto_vacuum`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		return mode
+	}
+	t.Run("an existing empty file is made as a new one, in incremental auto-vacuum", func(t *testing.T) {
+		is := is.New(t)
+		path := filepath.Join(t.TempDir(), "touched.db")
+		is.NoErr(os.WriteFile(path, nil, 0o600)) // touch
+		q := mustOpenPath(t, path, nil)
+		is.Equal(autoVacuum(t, q), int64(2)) // INCREMENTAL
+		mustEnqueue(t, q, lite.NewJob{})
+	})
+	t.Run("a file made without hard links is in incremental auto-vacuum", func(t *testing.T) {
+		is := is.New(t)
+		lite.NoHardLinks(t)
+		q, _ := mustOpen(t, nil)
+		is.Equal(autoVacuum(t, q), int64(2))
+		mustEnqueue(t, q, lite.NewJob{})
+	})
+	t.Run("a file with pages keeps its auto-vacuum mode", func(t *testing.T) {
+		is := is.New(t)
+		path := filepath.Join(t.TempDir(), "app.db")
+		plainSQLite(t, path, `create table users (id integer primary key)`)
+		q := mustOpenPath(t, path, nil)
+		is.Equal(autoVacuum(t, q), int64(0)) // NONE until Vacuum rewrites it
+	})
+
 	t.Run("SyncNormal sets synchronous to NORMAL", func(t *testing.T) {
 		is := is.New(t)
 		q, err := lite.Open(t.Context(), filepath.Join(t.TempDir(), "n.db"), lite.Options{Synchronous: lite.SyncNormal})

@@ -208,6 +208,10 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 		w.Close()
 		return nil, err
 	}
+	if err := autoVacuumIfEmpty(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
 	// On a file already in WAL mode this only reads the header: it needs no
 	// write lock, so opening for a read works while another process writes.
 	var mode string
@@ -336,7 +340,7 @@ func createIfMissing(ctx context.Context, path string, opts Options) error {
 	if err := initialize(ctx, tmp, opts); err != nil {
 		return err
 	}
-	err = os.Link(tmp, path)
+	err = linkFile(tmp, path)
 	switch {
 	case err == nil, errors.Is(err, fs.ErrExist):
 		return nil // ours, or another process's that was first: both whole
@@ -355,6 +359,10 @@ func createIfMissing(ctx context.Context, path string, opts Options) error {
 	}
 	return err
 }
+
+// linkFile is os.Link; tests replace it to take the path of a file system
+// without hard links.
+var linkFile = os.Link
 
 // initialize puts a new file in incremental auto-vacuum and WAL mode with
 // lite's schema, then closes it: the last connection's close checkpoints
@@ -381,6 +389,25 @@ func initialize(ctx context.Context, path string, opts Options) error {
 		err = q.migrate(ctx)
 	}
 	return errors.Join(err, db.Close())
+}
+
+// autoVacuumIfEmpty gives a file that has no pages yet (one made by
+// touch or mktemp, or left empty by the fallback of createIfMissing) the
+// incremental auto-vacuum of a file lite creates, before the switch to
+// WAL writes its first page; a file with pages keeps its mode, which only
+// Vacuum can change.
+func autoVacuumIfEmpty(ctx context.Context, w *sql.DB) error {
+	var pages int64
+	if err := w.QueryRowContext(ctx, "pragma page_count").Scan(&pages); err != nil {
+		return fmt.Errorf("page count: %w", classify(err))
+	}
+	if pages > 0 {
+		return nil
+	}
+	if _, err := w.ExecContext(ctx, "pragma auto_vacuum = incremental"); err != nil {
+		return fmt.Errorf("auto vacuum: %w", classify(err))
+	}
+	return nil
 }
 
 // removeDatabase removes a database file and the files SQLite keeps

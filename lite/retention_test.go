@@ -259,7 +259,7 @@ func TestVacuumConvertsAnOldFileAndKeepsEveryJob(t *testing.T) {
 	is.Equal(rep.FreedPages, int64(0)) // NONE keeps its free pages
 	finishMany(t, q, 10, 1024)         // jobs cleaning must not touch yet
 
-	vac, err := q.Vacuum(ctx)
+	vac, err := q.Vacuum(ctx, lite.VacuumOptions{})
 	is.NoErr(err)
 	is.Equal(pragma(t, q.DB(), "auto_vacuum"), int64(2)) // converted
 	is.True(vac.After*5 < vac.Before)                    // the free pages went back
@@ -270,11 +270,41 @@ func TestVacuumConvertsAnOldFileAndKeepsEveryJob(t *testing.T) {
 	is.Equal(string(mustGet(t, q, waiting).Payload), "keep me")
 }
 
+func TestVacuumRefusesWhileWorkersRunUnlessForced(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	clock := newFakeClock()
+	path := filepath.Join(t.TempDir(), "q.db")
+	q := mustOpenPath(t, path, clock)
+	finishMany(t, q, 200, 1024)
+	_, err := q.Purge(ctx, clock.Now().Add(time.Millisecond), lite.StateDone)
+	is.NoErr(err)
+	free := pragma(t, q.DB(), "freelist_count")
+	is.True(free > 0)
+	is.NoErr(lite.Announce(ctx, q, "elsewhere", nil, nil, time.Minute))
+
+	_, err = q.Vacuum(ctx, lite.VacuumOptions{})
+	is.True(errors.Is(err, lite.ErrWorkersRunning))
+	is.Equal(pragma(t, q.DB(), "freelist_count"), free) // nothing rewritten
+
+	_, err = q.Vacuum(ctx, lite.VacuumOptions{Force: true})
+	is.NoErr(err)
+	is.Equal(pragma(t, q.DB(), "freelist_count"), int64(0))
+
+	// A worker whose row went stale is no longer running: no force needed.
+	finishMany(t, q, 200, 1024)
+	_, err = q.Purge(ctx, clock.Now().Add(time.Millisecond), lite.StateDone)
+	is.NoErr(err)
+	clock.Advance(2 * time.Minute)
+	_, err = q.Vacuum(ctx, lite.VacuumOptions{})
+	is.NoErr(err)
+}
+
 func TestVacuumOnAServerHurriesItsOwnVacuum(t *testing.T) {
 	is := is.New(t)
 	q, _ := onPostgres(t).mustOpen(t, nil)
 	finishMany(t, q, 100, 1024)
-	rep, err := q.Vacuum(t.Context())
+	rep, err := q.Vacuum(t.Context(), lite.VacuumOptions{})
 	is.NoErr(err)
 	is.True(rep.Before > 0)
 	is.True(rep.After > 0)

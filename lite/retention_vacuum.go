@@ -13,19 +13,30 @@ type VacuumReport struct {
 	Before, After int64
 }
 
+// VacuumOptions tunes Vacuum; the zero value is the safe default.
+type VacuumOptions struct {
+	// Force rewrites a SQLite file even while workers run on it (Workers
+	// lists them). Their heartbeats wait for the rewrite, so one that
+	// outlasts their StaleAfter lets their jobs be reclaimed and run
+	// twice.
+	Force bool
+}
+
 // Vacuum compacts the database. On SQLite it switches the file to
 // auto_vacuum = INCREMENTAL, which a file made by a lite before retention
 // lacks, and rewrites it (VACUUM): afterwards Clean gives deleted jobs'
 // space back by itself. The rewrite needs free disk space of about the
 // file's size, holds the write lock throughout (other processes' writes
 // wait, and fail after their busy timeout), and is needed once per file.
+// So it refuses, with ErrWorkersRunning and nothing changed, while any
+// process's workers are live on the file, unless opts.Force.
 //
 // On PostgreSQL it runs VACUUM (ANALYZE) on lite_jobs: the server's
 // autovacuum does the same by itself, so this only hurries it. VACUUM
 // makes the space of deleted rows reusable rather than giving it back to
 // the operating system; lite does not run VACUUM FULL, which would lock
 // the table against every worker while it rewrites it.
-func (q *Queue) Vacuum(ctx context.Context) (VacuumReport, error) {
+func (q *Queue) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumReport, error) {
 	var (
 		rep VacuumReport
 		err error
@@ -33,7 +44,7 @@ func (q *Queue) Vacuum(ctx context.Context) (VacuumReport, error) {
 	if q.engine == enginePostgres {
 		err = q.vacuumPostgres(ctx, &rep)
 	} else {
-		err = q.vacuumSQLite(ctx, &rep)
+		err = q.vacuumSQLite(ctx, opts, &rep)
 	}
 	if err != nil {
 		return rep, fmt.Errorf("vacuum: %w", err)
@@ -41,7 +52,16 @@ func (q *Queue) Vacuum(ctx context.Context) (VacuumReport, error) {
 	return rep, nil
 }
 
-func (q *Queue) vacuumSQLite(ctx context.Context, rep *VacuumReport) error {
+func (q *Queue) vacuumSQLite(ctx context.Context, opts VacuumOptions, rep *VacuumReport) error {
+	if !opts.Force {
+		workers, err := q.Workers(ctx)
+		if err != nil {
+			return err
+		}
+		if len(workers) > 0 {
+			return fmt.Errorf("%w: %d live on the file would lose their leases during the rewrite; stop them first", ErrWorkersRunning, len(workers))
+		}
+	}
 	var err error
 	if rep.Before, err = q.sqliteSize(ctx); err != nil {
 		return err

@@ -100,6 +100,9 @@ func (q *Queue) SetSchedule(ctx context.Context, s Schedule) error {
 	if problem := nameProblem(s.Name); problem != "" {
 		return fmt.Errorf("set schedule: name %q %s", s.Name, problem)
 	}
+	if problem := nameProblem(s.Spec); problem != "" {
+		return fmt.Errorf("set schedule %s: spec %q %s", s.Name, s.Spec, problem)
+	}
 	c, err := parseCadence(s.Spec, s.TimeZone)
 	if err != nil {
 		return fmt.Errorf("set schedule %s: %w", s.Name, err)

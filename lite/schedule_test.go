@@ -269,6 +269,7 @@ func TestSetScheduleRefusesBadInput(t *testing.T) {
 		}{
 			{"an empty name", lite.Schedule{Spec: "@daily"}, "set schedule: the name is empty"},
 			{"a name with a control character", lite.Schedule{Name: "s\x1b", Spec: "@daily"}, "contains a control character"},
+			{"a spec with control characters", lite.Schedule{Name: "s", Spec: "*/5\t* * * *\r"}, `spec "*/5\t* * * *\r" contains a control character`},
 			{"six fields", lite.Schedule{Name: "s", Spec: "0 0 0 * * *"}, `spec "0 0 0 * * *": expected exactly 5 fields`},
 			{"a minute out of range", lite.Schedule{Name: "s", Spec: "61 * * * *"}, `spec "61 * * * *"`},
 			{"an unknown descriptor", lite.Schedule{Name: "s", Spec: "@fortnightly"}, `spec "@fortnightly"`},
