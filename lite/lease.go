@@ -209,8 +209,9 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 	}
 	args = append(args, req.Max)
 	var jobs []*Job
-	err := q.underFlow(ctx, nullList(req.Queues), sql.NullInt64{}, func(c queryer) error {
-		rows, err := c.QueryContext(ctx, q.sql(leaseSQLs[queues][b2i(byKind)]), args...)
+	query := q.sql(leaseSQLs[queues][b2i(byKind)])
+	err := q.underFlow(ctx, query, nullList(req.Queues), sql.NullInt64{}, func(c queryer) error {
+		rows, err := c.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -290,9 +291,10 @@ func (q *Queue) leaseByID(ctx context.Context, id int64, kinds []string, lockedB
 	now := q.nowMillis()
 	list := nullList(kinds)
 	var j *Job
-	err := q.underFlow(ctx, sql.NullString{}, sql.NullInt64{Int64: id, Valid: true}, func(c queryer) error {
+	query := q.sql(leaseByIDSQL)
+	err := q.underFlow(ctx, query, sql.NullString{}, sql.NullInt64{Int64: id, Valid: true}, func(c queryer) error {
 		var err error
-		j, err = scanJob(c.QueryRowContext(ctx, q.sql(leaseByIDSQL),
+		j, err = scanJob(c.QueryRowContext(ctx, query,
 			lockedBy, now, now, staleAfter.Milliseconds(), id, list, list))
 		return err
 	})
