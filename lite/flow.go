@@ -113,8 +113,12 @@ for update`,
 // underFlow runs lease, a statement that reads lite_flow, so that the
 // limits it reads stay true until it commits: on PostgreSQL in a
 // transaction that first locks the limited queues it may take from (a
-// queue list, or the queue of job id; null for either: no filter).
-func (q *Queue) underFlow(ctx context.Context, queues sql.NullString, id sql.NullInt64, lease func(queryer) error) error {
+// queue list, or the queue of job id; null for either: no filter). query
+// is the text lease runs.
+func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullString, id sql.NullInt64, lease func(queryer) error) error {
+	if q.leaseWithoutSync() {
+		return q.underNormalSync(ctx, query, lease)
+	}
 	if q.engine != enginePostgres {
 		return lease(q.writer())
 	}

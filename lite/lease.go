@@ -97,7 +97,12 @@ var leaseFlow = flowCTE(2)
 // the join that "id in (...)" becomes, the planner may run it again for
 // each row, and every rerun skips the rows the update has just taken and
 // picks others, claiming more than the limit.
-func leaseSQL(queues queueFilter, byKind bool) stmt {
+//
+// unlimited makes the PostgreSQL text a lease that needs no lock, for a
+// lease outside any transaction: it takes nothing while a queue it may
+// take from has a limit (see leaseOutsideTx). The SQLite text stays the
+// same.
+func leaseSQL(queues queueFilter, byKind, unlimited bool) stmt {
 	// Both dialects number their parameters: the filters' follow the
 	// five fixed ones, and the limit comes last.
 	n := 6
@@ -106,15 +111,24 @@ func leaseSQL(queues queueFilter, byKind bool) stmt {
 		n++
 		return "?" + strconv.Itoa(n-1), "$" + strconv.Itoa(n-1)
 	}
+	var limitedFilter string
 	switch queues {
 	case oneQueue:
 		s, p := param()
 		filter = " and queue = " + s
 		pgFilter = " and queue = " + p
+		limitedFilter = pgFilter
 	case someQueues:
 		s, p := param()
 		filter = " and queue in (select value from json_each(" + s + "))"
 		pgFilter = " and queue in (select jsonb_array_elements_text(" + p + "::jsonb))"
+		limitedFilter = pgFilter
+	}
+	if unlimited {
+		// Uncorrelated, so the planner runs it once, before the walk
+		// picks (and locks) any row.
+		pgFilter += `
+              and not exists (select from lite_queues where (max_running > 0 or rate > 0)` + limitedFilter + `)`
 	}
 	if byKind {
 		s, p := param()
@@ -160,11 +174,18 @@ returning ` + jobColumns,
 	}
 }
 
-var leaseSQLs = [3][2]stmt{
-	{leaseSQL(anyQueue, false), leaseSQL(anyQueue, true)},
-	{leaseSQL(oneQueue, false), leaseSQL(oneQueue, true)},
-	{leaseSQL(someQueues, false), leaseSQL(someQueues, true)},
-}
+// leaseSQLs are the lease texts by queue filter, by kind filter (1: by
+// kind), and by whether they take nothing from a limited queue (1: so).
+var leaseSQLs = func() (texts [3][2][2]stmt) {
+	for _, queues := range []queueFilter{anyQueue, oneQueue, someQueues} {
+		for byKind := range 2 {
+			for unlimited := range 2 {
+				texts[queues][byKind][unlimited] = leaseSQL(queues, byKind == 1, unlimited == 1)
+			}
+		}
+	}
+	return texts
+}()
 
 // Lease claims up to req.Max available jobs whose run_at has come, highest
 // priority first, and returns them running under fresh leases: generation
@@ -208,26 +229,20 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 		args = append(args, jsonList(req.Kinds))
 	}
 	args = append(args, req.Max)
-	var jobs []*Job
-	err := q.underFlow(ctx, nullList(req.Queues), sql.NullInt64{}, func(c queryer) error {
-		rows, err := c.QueryContext(ctx, q.sql(leaseSQLs[queues][b2i(byKind)]), args...)
-		if err != nil {
-			return err
-		}
-		// An open Rows of a returning statement holds the write lock: read
-		// all and close at once.
-		for rows.Next() {
-			j, err := scanJob(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			jobs = append(jobs, j)
-		}
-		return errors.Join(rows.Err(), rows.Close())
-	})
+	texts := leaseSQLs[queues][b2i(byKind)]
+	jobs, err := q.leaseOutsideTx(ctx, q.sql(texts[1]), args)
 	if err != nil {
 		return nil, err
+	}
+	if len(jobs) == 0 {
+		query := q.sql(texts[0])
+		err = q.underFlow(ctx, query, nullList(req.Queues), sql.NullInt64{}, func(c queryer) error {
+			jobs, err = leaseRows(ctx, c, query, args)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	// returning gives no order; hand jobs out as the subquery chose them.
 	// Compare, never subtract: priorities span all of int.
@@ -241,6 +256,43 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return jobs, nil
+}
+
+// leaseOutsideTx runs query, a lease that takes nothing from a limited
+// queue, as one statement outside any transaction: on PostgreSQL, a lease
+// from queues without limits needs neither underFlow's lock nor its
+// transaction, and so costs one round trip, not four. Whether the queues
+// have limits is read by the statement itself, never from a cache that
+// another process could make stale. It finds no job where the queues
+// have limits, and the caller then leases under underFlow; so does a
+// lease that finds the queues empty, which then costs five round trips. SQLite leases
+// under underFlow alone: its lease needs no lock, and on a FULL file
+// commits unsynced there.
+func (q *Queue) leaseOutsideTx(ctx context.Context, query string, args []any) ([]*Job, error) {
+	if q.engine != enginePostgres {
+		return nil, nil
+	}
+	return leaseRows(ctx, q.writer(), query, args)
+}
+
+// leaseRows runs a lease statement and reads the jobs it returns.
+func leaseRows(ctx context.Context, c queryer, query string, args []any) ([]*Job, error) {
+	rows, err := c.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	// An open Rows of a returning statement holds the write lock: read all
+	// and close at once.
+	var jobs []*Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, errors.Join(rows.Err(), rows.Close())
 }
 
 // queueNames names a lease's queues for its errors.
@@ -290,9 +342,10 @@ func (q *Queue) leaseByID(ctx context.Context, id int64, kinds []string, lockedB
 	now := q.nowMillis()
 	list := nullList(kinds)
 	var j *Job
-	err := q.underFlow(ctx, sql.NullString{}, sql.NullInt64{Int64: id, Valid: true}, func(c queryer) error {
+	query := q.sql(leaseByIDSQL)
+	err := q.underFlow(ctx, query, sql.NullString{}, sql.NullInt64{Int64: id, Valid: true}, func(c queryer) error {
 		var err error
-		j, err = scanJob(c.QueryRowContext(ctx, q.sql(leaseByIDSQL),
+		j, err = scanJob(c.QueryRowContext(ctx, query,
 			lockedBy, now, now, staleAfter.Milliseconds(), id, list, list))
 		return err
 	})
