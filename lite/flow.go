@@ -51,7 +51,10 @@ func (l Limits) check() error {
 //
 // The rate is counted in fixed windows laid end to end from the queue's
 // first start (lite_queues_count_start in the migrations counts the
-// starts, and a change of rate starts the windows afresh). Fixed windows
+// starts, and a change of rate starts the windows afresh). A window that
+// opens after now is one a clock stepped back left behind: it counts as
+// over, so the queue starts a fresh one at once rather than wait for the
+// clock to catch up with it. Fixed windows
 // are chosen over a token bucket because its state is two
 // integers that every engine updates exactly in the lease's own
 // statement, with no fractional tokens, and a window starts exactly Rate
@@ -77,7 +80,7 @@ func flowCTE(now int) stmt {
     from (select queue, paused, max_running, rate, rate_per_ms, window_start,
             case when max_running > 0 then (select count(*) from lite_jobs r
                 where r.state = 'running' and r.queue = s.queue) else 0 end as running,
-            rate - case when ` + sqliteNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
+            rate - case when ` + sqliteNow + ` >= window_start and ` + sqliteNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
         from lite_queues s))`,
 		postgres: `lite_flow as materialized (
     select queue, paused,
@@ -89,7 +92,7 @@ func flowCTE(now int) stmt {
     from (select queue, paused, max_running, rate, rate_per_ms, window_start,
             case when max_running > 0 then (select count(*) from lite_jobs r
                 where r.state = 'running' and r.queue = s.queue) else 0 end as running,
-            rate - case when ` + pgNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
+            rate - case when ` + pgNow + ` >= window_start and ` + pgNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
         from lite_queues s) s)`,
 	}
 }
@@ -145,7 +148,8 @@ on conflict (queue) do update set paused = excluded.paused`,
 on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
     window_start = case when (rate, rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then window_start else 0 end`,
 		postgres: `insert into lite_queues (queue, max_running, rate, rate_per_ms) values ($1, $2, $3, $4)
-on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms`,
+on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
+    window_start = case when (lite_queues.rate, lite_queues.rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then lite_queues.window_start else 0 end`,
 	}
 	// A row back at every default goes, so that a file that no longer
 	// uses flow control leases as one that never did.
