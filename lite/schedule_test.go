@@ -137,6 +137,20 @@ func TestScheduleFireIsACompareAndSet(t *testing.T) {
 			is.Equal(n, 0)
 			is.Equal(len(allJobs(t, q)), 1)
 		})
+		t.Run("a tick enqueues the job of a schedule replaced after the read", func(t *testing.T) {
+			is := is.New(t)
+			mustSetSchedule(t, q, lite.Schedule{Name: "r", Spec: "@hourly", Job: lite.NewJob{Queue: "old", Payload: []byte("v1")}})
+			clock.Advance(time.Hour)
+			n, err := lite.FireAfter(t.Context(), q, func() {
+				mustSetSchedule(t, other, lite.Schedule{Name: "r", Spec: "@hourly", Job: lite.NewJob{Queue: "new", Payload: []byte("v2")}})
+			})
+			is.NoErr(err)
+			is.Equal(n, 1) // the tick is not lost
+			jobs := allJobs(t, q)
+			is.Equal(len(jobs), 2)
+			is.Equal(jobs[1].Queue, "new") // why: the old job must not run once SetSchedule has returned
+			is.Equal(string(jobs[1].Payload), "v2")
+		})
 	})
 }
 
