@@ -140,6 +140,9 @@ func (q *Queue) fireSchedules(ctx context.Context) (int, time.Time, error) {
 	if err != nil {
 		return n, time.Time{}, fmt.Errorf("fire schedules: %w", err)
 	}
+	if err := q.rewindAheadSchedules(ctx, now); err != nil {
+		return n, time.Time{}, fmt.Errorf("fire schedules: bring back schedules ahead of the clock: %w", err)
+	}
 	var next sql.NullInt64
 	if err := q.r.QueryRowContext(ctx, q.sql(nextScheduleSQL)).Scan(&next); err != nil {
 		return n, time.Time{}, fmt.Errorf("fire schedules: next run: %w", classify(err))
