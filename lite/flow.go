@@ -151,6 +151,16 @@ on conflict (queue) do update set max_running = excluded.max_running, rate = exc
 on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
     window_start = case when (lite_queues.rate, lite_queues.rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then lite_queues.window_start else 0 end`,
 	}
+	// waitForLeasesSQL makes a change of settings on PostgreSQL wait for
+	// every lease under way, which read the settings before it, to commit:
+	// the lock waits for each transaction that writes jobs, and a lease
+	// that begins after it waits for the change to commit, and reads it.
+	// So when Pause returns no lease that read the queue as open can still
+	// start its jobs. It holds writers of jobs back for as long as the
+	// change's own commit, a rare cost paid by a rare call.
+	waitForLeasesSQL = stmt{
+		postgres: `lock table lite_jobs in share mode`,
+	}
 	// A row back at every default goes, so that a file that no longer
 	// uses flow control leases as one that never did.
 	dropIdleQueueSQL = stmt{
@@ -212,7 +222,13 @@ func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any
 		if _, err := tx.ExecContext(ctx, q.sql(set), args...); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, q.sql(dropIdleQueueSQL), queue)
+		if _, err := tx.ExecContext(ctx, q.sql(dropIdleQueueSQL), queue); err != nil {
+			return err
+		}
+		if q.engine != enginePostgres {
+			return nil // the lease under way holds the write lock this waited for
+		}
+		_, err := tx.ExecContext(ctx, q.sql(waitForLeasesSQL))
 		return err
 	})
 	if err != nil {
