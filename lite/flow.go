@@ -51,7 +51,10 @@ func (l Limits) check() error {
 //
 // The rate is counted in fixed windows laid end to end from the queue's
 // first start (lite_queues_count_start in the migrations counts the
-// starts, and a change of rate starts the windows afresh). Fixed windows
+// starts, and a change of rate starts the windows afresh). A window that
+// opens after now is one a clock stepped back left behind: it counts as
+// over, so the queue starts a fresh one at once rather than wait for the
+// clock to catch up with it. Fixed windows
 // are chosen over a token bucket because its state is two
 // integers that every engine updates exactly in the lease's own
 // statement, with no fractional tokens, and a window starts exactly Rate
@@ -77,7 +80,7 @@ func flowCTE(now int) stmt {
     from (select queue, paused, max_running, rate, rate_per_ms, window_start,
             case when max_running > 0 then (select count(*) from lite_jobs r
                 where r.state = 'running' and r.queue = s.queue) else 0 end as running,
-            rate - case when ` + sqliteNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
+            rate - case when ` + sqliteNow + ` >= window_start and ` + sqliteNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
         from lite_queues s))`,
 		postgres: `lite_flow as materialized (
     select queue, paused,
@@ -89,7 +92,7 @@ func flowCTE(now int) stmt {
     from (select queue, paused, max_running, rate, rate_per_ms, window_start,
             case when max_running > 0 then (select count(*) from lite_jobs r
                 where r.state = 'running' and r.queue = s.queue) else 0 end as running,
-            rate - case when ` + pgNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
+            rate - case when ` + pgNow + ` >= window_start and ` + pgNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
         from lite_queues s) s)`,
 	}
 }
@@ -149,7 +152,18 @@ on conflict (queue) do update set paused = excluded.paused`,
 on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
     window_start = case when (rate, rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then window_start else 0 end`,
 		postgres: `insert into lite_queues (queue, max_running, rate, rate_per_ms) values ($1, $2, $3, $4)
-on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms`,
+on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
+    window_start = case when (lite_queues.rate, lite_queues.rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then lite_queues.window_start else 0 end`,
+	}
+	// waitForLeasesSQL makes a change of settings on PostgreSQL wait for
+	// every lease under way, which read the settings before it, to commit:
+	// the lock waits for each transaction that writes jobs, and a lease
+	// that begins after it waits for the change to commit, and reads it.
+	// So when Pause returns no lease that read the queue as open can still
+	// start its jobs. It holds writers of jobs back for as long as the
+	// change's own commit, a rare cost paid by a rare call.
+	waitForLeasesSQL = stmt{
+		postgres: `lock table lite_jobs in share mode`,
 	}
 	// A row back at every default goes, so that a file that no longer
 	// uses flow control leases as one that never did.
@@ -212,7 +226,13 @@ func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any
 		if _, err := tx.ExecContext(ctx, q.sql(set), args...); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, q.sql(dropIdleQueueSQL), queue)
+		if _, err := tx.ExecContext(ctx, q.sql(dropIdleQueueSQL), queue); err != nil {
+			return err
+		}
+		if q.engine != enginePostgres {
+			return nil // the lease under way holds the write lock this waited for
+		}
+		_, err := tx.ExecContext(ctx, q.sql(waitForLeasesSQL))
 		return err
 	})
 	if err != nil {

@@ -345,3 +345,37 @@ func TestAWorkerOfEveryQueueHonoursEachQueuesLimits(t *testing.T) {
 		is.Equal(running(t, q), map[string]int64{"limited": 2, "paused": 0, "free": 3})
 	})
 }
+
+func TestARateWindowLeftInTheFutureByAClockSteppedBackIsOver(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		ctx := t.Context()
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		is.NoErr(q.SetLimits(ctx, "q", lite.Limits{Rate: 5, Per: time.Second}))
+		enqueueIn(t, q, "q", 20)
+		clock.Advance(2 * time.Hour)
+		is.Equal(len(leaseN(t, q, "q", 10)), 5)
+
+		clock.Advance(-2 * time.Hour)           // the clock is set right
+		is.Equal(len(leaseN(t, q, "q", 10)), 5) // why: a window that opens in two hours is not the current one
+		is.Equal(len(leaseN(t, q, "q", 10)), 0) // the starts open a window now and count in it
+		clock.Advance(time.Second)
+		is.Equal(len(leaseN(t, q, "q", 10)), 5)
+	})
+}
+
+func TestChangingTheRateRestartsItsWindows(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		ctx := t.Context()
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		is.NoErr(q.SetLimits(ctx, "q", lite.Limits{Rate: 100, Per: time.Second}))
+		enqueueIn(t, q, "q", 60)
+		is.Equal(len(leaseN(t, q, "q", 50)), 50)
+		is.NoErr(q.SetLimits(ctx, "q", lite.Limits{Rate: 5, Per: time.Hour}))
+		clock.Advance(1100 * time.Millisecond)
+		is.Equal(len(leaseN(t, q, "q", 10)), 5) // why: the old window's 50 starts do not count against the new rate
+	})
+}

@@ -8,19 +8,18 @@ import (
 	"time"
 )
 
-// dueSchedule is a schedule a fire may enqueue for: its job and the tick
-// it waits for, as read before the fire.
+// dueSchedule is a schedule whose tick had come when it was read: its
+// name and the tick it waited for. The job comes from the row the fire
+// itself reads, so that a change committed since is what the tick
+// enqueues.
 type dueSchedule struct {
-	name, spec, zone string
-	job              jobRow
-	tick             int64
+	name string
+	tick int64
 }
 
 var dueSchedulesSQL = stmt{
-	sqlite: `select name, spec, time_zone, queue, kind, payload, priority, max_attempts, unique_key, next_run_at
-from lite_schedules where paused = 0 and next_run_at <= ? order by next_run_at, name`,
-	postgres: `select name, spec, time_zone, queue, kind, payload, priority, max_attempts, unique_key, next_run_at
-from lite_schedules where not paused and next_run_at <= $1 order by next_run_at, name`,
+	sqlite:   `select name, next_run_at from lite_schedules where paused = 0 and next_run_at <= ? order by next_run_at, name`,
+	postgres: `select name, next_run_at from lite_schedules where not paused and next_run_at <= $1 order by next_run_at, name`,
 }
 
 // dueSchedules reads the unpaused schedules whose tick has come.
@@ -33,58 +32,71 @@ func (q *Queue) dueSchedules(ctx context.Context, now time.Time) ([]dueSchedule,
 	var due []dueSchedule
 	for rows.Next() {
 		var d dueSchedule
-		if err := rows.Scan(&d.name, &d.spec, &d.zone, &d.job.queue, &d.job.kind, &d.job.payload, &d.job.priority,
-			&d.job.maxAttempts, &d.job.uniqueKey, &d.tick); err != nil {
+		if err := rows.Scan(&d.name, &d.tick); err != nil {
 			return nil, err
-		}
-		if d.job.payload == nil {
-			d.job.payload = []byte{} // an empty blob reads as nil, which would insert null
 		}
 		due = append(due, d)
 	}
 	return due, classify(rows.Err())
 }
 
-// fireScheduleSQL moves a schedule from the tick it was read at to its
-// next: the compare-and-set on next_run_at matches for one fire of a
-// tick, however many processes read it as due, and a pause committed
-// since the read stops the fire. On PostgreSQL an update that waited for
-// another's row lock checks its where clause again on the row that one
-// committed, so the guard holds there too.
+// fireReadSQL reads, in the fire's transaction, a schedule still at the
+// tick it was read at and unpaused: the compare-and-set on next_run_at
+// matches for one fire of a tick, however many processes read it as due,
+// and a pause committed since the read stops the fire. The job and the
+// spec come from this read, not the earlier one, so that a SetSchedule
+// committed in between is what the tick enqueues and where it moves on
+// to. On PostgreSQL the row lock holds it until the fire commits; on
+// SQLite the transaction holds the write lock.
+var fireReadSQL = stmt{
+	sqlite: `select spec, time_zone, queue, kind, payload, priority, max_attempts, unique_key from lite_schedules
+where name = ?1 and next_run_at = ?2 and paused = 0`,
+	postgres: `select spec, time_zone, queue, kind, payload, priority, max_attempts, unique_key from lite_schedules
+where name = $1 and next_run_at = $2 and not paused for update`,
+}
+
+// fireScheduleSQL moves a schedule fireReadSQL found at its tick on to
+// its next.
 var fireScheduleSQL = stmt{
-	sqlite: `update lite_schedules set next_run_at = ?1, last_run_at = ?2
-where name = ?3 and next_run_at = ?2 and paused = 0`,
-	postgres: `update lite_schedules set next_run_at = $1, last_run_at = $2
-where name = $3 and next_run_at = $2 and not paused`,
+	sqlite:   `update lite_schedules set next_run_at = ?1, last_run_at = ?2 where name = ?3`,
+	postgres: `update lite_schedules set next_run_at = $1, last_run_at = $2 where name = $3`,
 }
 
 // fire enqueues d's job for its tick and moves the schedule on to its
 // first tick after now, in one transaction. It reports false, having
 // written nothing, when the schedule is no longer at that tick (another
-// process fired it, or it was changed) or was paused.
+// process fired it, or its spec changed) or was paused.
 func (q *Queue) fire(ctx context.Context, d dueSchedule, now time.Time) (bool, error) {
-	c, err := parseCadence(d.spec, d.zone)
-	if err != nil {
-		return false, fmt.Errorf("schedule %s: %w", d.name, err)
-	}
-	tick := time.UnixMilli(d.tick)
-	next := c.after(tick, now)
-	if next.IsZero() || next.After(maxRunAt) {
-		// No tick left (a date that will not come again): fire this one
-		// and never again, rather than every time a worker looks.
-		next = maxRunAt
-	}
 	fired := false
-	err = q.withTx(ctx, func(tx txConn) error {
-		res, err := tx.ExecContext(ctx, q.sql(fireScheduleSQL), next.UnixMilli(), d.tick, d.name)
+	err := q.withTx(ctx, func(tx txConn) error {
+		var (
+			spec, zone string
+			job        jobRow
+		)
+		err := tx.QueryRowContext(ctx, q.sql(fireReadSQL), d.name, d.tick).Scan(&spec, &zone, &job.queue, &job.kind,
+			&job.payload, &job.priority, &job.maxAttempts, &job.uniqueKey)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if job.payload == nil {
+			job.payload = []byte{} // an empty blob reads as nil, which would insert null
+		}
+		c, err := parseCadence(spec, zone)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		next := c.after(time.UnixMilli(d.tick), now)
+		if next.IsZero() || next.After(maxRunAt) {
+			// No tick left (a date that will not come again): fire this one
+			// and never again, rather than every time a worker looks.
+			next = maxRunAt
+		}
+		if _, err := tx.ExecContext(ctx, q.sql(fireScheduleSQL), next.UnixMilli(), d.tick, d.name); err != nil {
 			return err
 		}
 		fired = true
-		job := d.job
 		job.runAt = d.tick // the job names the tick it stands for
 		// A unique key held by an unfinished job skips this tick's job:
 		// the schedule asked for runs that never overlap.
@@ -127,6 +139,9 @@ func (q *Queue) fireSchedules(ctx context.Context) (int, time.Time, error) {
 	n, err := q.fireEach(ctx, due, now)
 	if err != nil {
 		return n, time.Time{}, fmt.Errorf("fire schedules: %w", err)
+	}
+	if err := q.rewindAheadSchedules(ctx, now); err != nil {
+		return n, time.Time{}, fmt.Errorf("fire schedules: bring back schedules ahead of the clock: %w", err)
 	}
 	var next sql.NullInt64
 	if err := q.r.QueryRowContext(ctx, q.sql(nextScheduleSQL)).Scan(&next); err != nil {

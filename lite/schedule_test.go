@@ -137,6 +137,20 @@ func TestScheduleFireIsACompareAndSet(t *testing.T) {
 			is.Equal(n, 0)
 			is.Equal(len(allJobs(t, q)), 1)
 		})
+		t.Run("a tick enqueues the job of a schedule replaced after the read", func(t *testing.T) {
+			is := is.New(t)
+			mustSetSchedule(t, q, lite.Schedule{Name: "r", Spec: "@hourly", Job: lite.NewJob{Queue: "old", Payload: []byte("v1")}})
+			clock.Advance(time.Hour)
+			n, err := lite.FireAfter(t.Context(), q, func() {
+				mustSetSchedule(t, other, lite.Schedule{Name: "r", Spec: "@hourly", Job: lite.NewJob{Queue: "new", Payload: []byte("v2")}})
+			})
+			is.NoErr(err)
+			is.Equal(n, 1) // the tick is not lost
+			jobs := allJobs(t, q)
+			is.Equal(len(jobs), 2)
+			is.Equal(jobs[1].Queue, "new") // why: the old job must not run once SetSchedule has returned
+			is.Equal(string(jobs[1].Payload), "v2")
+		})
 	})
 }
 
@@ -360,5 +374,30 @@ func TestAScheduleThatCannotFireKeepsNoOtherFromFiring(t *testing.T) {
 		jobs := allJobs(t, q)
 		is.Equal(len(jobs), 1)
 		is.Equal(jobs[0].Kind, "b")
+	})
+}
+
+// TestAScheduleAheadOfAClockSteppedBackComesBackToItsNextTick fires two
+// schedules with a clock two hours fast, then sets the clock right: each
+// comes back to its next tick from now, enqueueing nothing for the
+// change, and fires there.
+func TestAScheduleAheadOfAClockSteppedBackComesBackToItsNextTick(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock() // 03:04:05
+		q, _ := e.mustOpen(t, clock)
+		clock.Advance(2 * time.Hour)
+		mustSetSchedule(t, q, lite.Schedule{Name: "cron", Spec: "* * * * *"})
+		mustSetSchedule(t, q, lite.Schedule{Name: "every", Spec: "@every 10s"})
+		clock.Advance(time.Minute)
+		is.Equal(mustFire(t, q), 2)
+
+		clock.Advance(-2 * time.Hour) // 03:05:05
+		is.Equal(mustFire(t, q), 0)
+		is.Equal(len(allJobs(t, q)), 2) // bringing them back enqueues nothing
+		is.True(mustSchedule(t, q, "cron").NextRunAt.Equal(time.Date(2026, 1, 2, 3, 6, 0, 0, time.UTC)))
+		is.True(mustSchedule(t, q, "every").NextRunAt.Equal(time.Date(2026, 1, 2, 3, 5, 15, 0, time.UTC)))
+		clock.Advance(55 * time.Second)
+		is.Equal(mustFire(t, q), 2) // why: each fires at its next tick, not two hours later
 	})
 }
