@@ -69,10 +69,10 @@ CREATE TRIGGER lite_queues_count_start after update of state on lite_jobs
     when new.state = 'running' and old.state = 'available'
 begin
     update lite_queues set
-        window_start  = case when new.leased_at >= window_start and new.leased_at < window_start + rate_per_ms then window_start
-                             when window_start = 0 or new.leased_at < window_start then new.leased_at
+        window_start  = case when new.leased_at >= window_start - 1000 and new.leased_at < window_start + rate_per_ms then window_start
+                             when window_start = 0 or new.leased_at < window_start - 1000 then new.leased_at
                              else new.leased_at - (new.leased_at - window_start) % rate_per_ms end,
-        window_starts = case when new.leased_at >= window_start and new.leased_at < window_start + rate_per_ms then window_starts + 1 else 1 end
+        window_starts = case when new.leased_at >= window_start - 1000 and new.leased_at < window_start + rate_per_ms then window_starts + 1 else 1 end
     where queue = new.queue and rate > 0;
 end;
 

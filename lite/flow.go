@@ -80,7 +80,7 @@ func flowCTE(now int) stmt {
     from (select queue, paused, max_running, rate, rate_per_ms, window_start,
             case when max_running > 0 then (select count(*) from lite_jobs r
                 where r.state = 'running' and r.queue = s.queue) else 0 end as running,
-            rate - case when ` + sqliteNow + ` >= window_start and ` + sqliteNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
+            rate - case when ` + sqliteNow + ` >= window_start - 1000 and ` + sqliteNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
         from lite_queues s))`,
 		postgres: `lite_flow as materialized (
     select queue, paused,
@@ -92,7 +92,7 @@ func flowCTE(now int) stmt {
     from (select queue, paused, max_running, rate, rate_per_ms, window_start,
             case when max_running > 0 then (select count(*) from lite_jobs r
                 where r.state = 'running' and r.queue = s.queue) else 0 end as running,
-            rate - case when ` + pgNow + ` >= window_start and ` + pgNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
+            rate - case when ` + pgNow + ` >= window_start - 1000 and ` + pgNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
         from lite_queues s) s)`,
 	}
 }

@@ -11,12 +11,21 @@ import (
 // silent for the size of the step. Such a schedule is brought back to its
 // next tick from now. Only a row some write stamped after now (a fire's
 // last_run_at, a change's updated_at) can be one, which keeps the look
-// cheap when the clock is right.
+// cheap when the clock is right; and only by more than clockSkew, the
+// difference between two hosts' readings of one server clock, or a host
+// whose clock reads a millisecond behind the one that fired a tick would
+// take that tick for one still to come and fire it again.
+// clockSkew is how far two processes' clocks may differ without either
+// being taken for a clock stepped back: far more than the skew of two
+// hosts syncing to one PostgreSQL server, far less than a step worth
+// correcting. Rate windows in lite_queues allow the same second.
+const clockSkew = time.Second
+
 var aheadSchedulesSQL = stmt{
 	sqlite: `select name, spec, time_zone, next_run_at from lite_schedules
-where paused = 0 and next_run_at > ?1 and (last_run_at > ?1 or updated_at > ?1)`,
+where paused = 0 and next_run_at > ?1 and (last_run_at > ?2 or updated_at > ?2)`,
 	postgres: `select name, spec, time_zone, next_run_at from lite_schedules
-where not paused and next_run_at > $1 and (last_run_at > $1 or updated_at > $1)`,
+where not paused and next_run_at > $1 and (last_run_at > $2 or updated_at > $2)`,
 }
 
 // rewindScheduleSQL moves a schedule's next run earlier by the same
@@ -35,7 +44,7 @@ func (q *Queue) rewindAheadSchedules(ctx context.Context, now time.Time) error {
 		next             int64
 	}
 	var found []ahead
-	rows, err := q.r.QueryContext(ctx, q.sql(aheadSchedulesSQL), now.UnixMilli())
+	rows, err := q.r.QueryContext(ctx, q.sql(aheadSchedulesSQL), now.UnixMilli(), now.Add(clockSkew).UnixMilli())
 	if err != nil {
 		return classify(err)
 	}

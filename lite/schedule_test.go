@@ -401,3 +401,28 @@ func TestAScheduleAheadOfAClockSteppedBackComesBackToItsNextTick(t *testing.T) {
 		is.Equal(mustFire(t, q), 2) // why: each fires at its next tick, not two hours later
 	})
 }
+
+// Two processes never read one clock exactly alike (on PostgreSQL each
+// syncs to the server's): one a few milliseconds behind the one that
+// fired a tick must not take the fire for a clock stepped back and fire
+// the tick again.
+func TestAClockAMomentBehindNeverFiresATickAgain(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		ahead := newFakeClock()
+		qa, dsn := e.open(t, lite.Options{Now: ahead.Now})
+		behind := newFakeClock()
+		qb := mustOpenOpts(t, dsn, lite.Options{Now: behind.Now})
+		mustSetSchedule(t, qa, lite.Schedule{Name: "s", Spec: "@every 1s", Job: lite.NewJob{Kind: "k"}})
+		tick := mustSchedule(t, qa, "s").NextRunAt
+		ahead.Advance(tick.Sub(ahead.Now()) + 5*time.Millisecond)
+		behind.Advance(tick.Sub(behind.Now()) - 5*time.Millisecond)
+		is.Equal(mustFire(t, qa), 1)
+		is.Equal(mustFire(t, qb), 0) // its clock has not reached the tick
+		behind.Advance(10 * time.Millisecond)
+		is.Equal(mustFire(t, qb), 0) // the tick was fired, once
+		var n int
+		is.NoErr(qa.DB().QueryRowContext(t.Context(), "select count(*) from lite_jobs").Scan(&n))
+		is.Equal(n, 1)
+	})
+}

@@ -10,7 +10,9 @@
 -- worker waking late to a window shortens that window only and never
 -- shifts the ones after it: window_start is when the current one opened
 -- and window_starts how many jobs started in it. A start before
--- window_start (the clock went back) opens a new window at that start.
+-- window_start by more than a second (the clock went back; within a
+-- second is the skew of two hosts' clocks) opens a new window at that
+-- start.
 create table lite_queues (
     queue         text    primary key,
     paused        integer not null default 0 check (paused in (0, 1)),
@@ -28,9 +30,9 @@ create trigger lite_queues_count_start after update of state on lite_jobs
     when new.state = 'running' and old.state = 'available'
 begin
     update lite_queues set
-        window_start  = case when new.leased_at >= window_start and new.leased_at < window_start + rate_per_ms then window_start
-                             when window_start = 0 or new.leased_at < window_start then new.leased_at
+        window_start  = case when new.leased_at >= window_start - 1000 and new.leased_at < window_start + rate_per_ms then window_start
+                             when window_start = 0 or new.leased_at < window_start - 1000 then new.leased_at
                              else new.leased_at - (new.leased_at - window_start) % rate_per_ms end,
-        window_starts = case when new.leased_at >= window_start and new.leased_at < window_start + rate_per_ms then window_starts + 1 else 1 end
+        window_starts = case when new.leased_at >= window_start - 1000 and new.leased_at < window_start + rate_per_ms then window_starts + 1 else 1 end
     where queue = new.queue and rate > 0;
 end;
