@@ -58,7 +58,7 @@ func (c *RetentionCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Que
 		}{millis(r.Done), millis(r.Cancelled), millis(r.Dead)})
 	}
 	_, err = fmt.Fprintf(env.Stdout, "done       %s\ncancelled  %s\ndead       %s\n",
-		formatKeep(r.Done), formatKeep(r.Cancelled), formatKeep(r.Dead))
+		lite.FormatRetention(r.Done), lite.FormatRetention(r.Cancelled), lite.FormatRetention(r.Dead))
 	return err
 }
 
@@ -102,20 +102,6 @@ func parseKeep(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is under a millisecond, the finest time lite stores", s)
 	}
 	return keep, nil
-}
-
-// formatKeep writes whole days as days, as the flags take them.
-func formatKeep(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d == lite.KeepForever:
-		return "forever"
-	case d%day == 0:
-		return fmt.Sprintf("%dd", d/day)
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	}
-	return d.String()
 }
 
 func millis(d time.Duration) *int64 {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -141,4 +142,20 @@ func (q *Queue) SetRetention(ctx context.Context, r Retention) error {
 		return fmt.Errorf("set retention: %w", classify(err))
 	}
 	return nil
+}
+
+// FormatRetention writes an age the way `lite retention` takes and shows
+// it: forever, whole days as days (7d), whole hours as hours (36h), and
+// anything else as a Go duration.
+func FormatRetention(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == KeepForever:
+		return "forever"
+	case d%day == 0:
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	return d.String()
 }

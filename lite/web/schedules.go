@@ -113,20 +113,8 @@ type kept struct {
 	For   time.Duration
 }
 
-// Text is how long, as `lite retention` writes it: forever, whole days
-// as days (7d), whole hours as hours (36h).
-func (k kept) Text() string {
-	const day = 24 * time.Hour
-	switch {
-	case k.For == lite.KeepForever:
-		return "forever"
-	case k.For%day == 0:
-		return strconv.FormatInt(int64(k.For/day), 10) + "d"
-	case k.For%time.Hour == 0:
-		return strconv.FormatInt(int64(k.For/time.Hour), 10) + "h"
-	}
-	return k.For.String()
-}
+// Text is how long, as `lite retention` writes it.
+func (k kept) Text() string { return lite.FormatRetention(k.For) }
 
 func (s *server) schedulesView(r *http.Request) (schedulesView, error) {
 	list, err := s.q.Schedules(r.Context())
