@@ -136,6 +136,12 @@ func leaseSQL(queues queueFilter, byKind, unlimited bool) stmt {
 		pgFilter += " and kind in (select jsonb_array_elements_text(" + p + "::jsonb))"
 	}
 	limit, pgLimit := param()
+	// SQLite plans with the value of a limit that is a bare parameter, and
+	// so prepares the statement again whenever that value changes: a
+	// worker asking for its free slots changed it on most leases, and the
+	// lease spent most of its time in the parser. Behind a cast the limit
+	// is an expression, planned once; the plan is the same.
+	limit = "cast(" + limit + " as integer)"
 	// The walk reads queue for the skip, and lite_jobs_available holds it
 	// while lite_jobs_ready does not: left to itself, SQLite's planner would
 	// read every available job through the former and sort them, on every
