@@ -28,7 +28,7 @@ type BenchCmd struct {
 	Processes int           `default:"4" help:"Processes sharing one file in the multi-process figure."`
 	BigRows   int           `default:"1000000" help:"Finished rows in the big-table figure (plus a tenth as many dead)."`
 	Samples   int           `default:"200" help:"Jobs per latency figure."`
-	Prefill   int           `help:"Jobs waiting at the start of each throughput figure (default, per second of --duration: 300k with NORMAL, 100k with FULL, 50k on PostgreSQL)."`
+	Prefill   int           `help:"Jobs waiting at the start of each throughput figure (default, per second of --duration: 300k with NORMAL, 100k with FULL, 50k on PostgreSQL; the files grow with it: a --duration 10s run writes about 2.5 GB)."`
 	DrainJobs int           `default:"1000000" help:"Jobs a child process drains, with NORMAL, for the peak RSS figure."`
 	Runs      int           `default:"1" help:"Measure every figure this many times and print each one's median and range."`
 }
@@ -77,10 +77,24 @@ type benchRun struct {
 	childRSS uint64
 }
 
-// Validate refuses a bench that would measure nothing.
+// Validate refuses a bench that would measure nothing, or a figure of
+// nothing: a zero --duration gives references of 0 jobs/s, a zero
+// --samples a latency of no sample, a zero --drain-jobs a drain that
+// never reaches its count.
 func (c *BenchCmd) Validate() error {
-	if c.Runs < 1 {
-		return fmt.Errorf("--runs %d: must be at least 1", c.Runs)
+	for _, f := range []struct {
+		flag       string
+		value, min int
+	}{
+		{"--runs", c.Runs, 1}, {"--processes", c.Processes, 1}, {"--samples", c.Samples, 1},
+		{"--drain-jobs", c.DrainJobs, 1}, {"--big-rows", c.BigRows, 0}, {"--prefill", c.Prefill, 0},
+	} {
+		if f.value < f.min {
+			return fmt.Errorf("%s %d: must be at least %d", f.flag, f.value, f.min)
+		}
+	}
+	if c.Duration <= 0 {
+		return fmt.Errorf("--duration %s: must be more than zero", c.Duration)
 	}
 	return nil
 }
@@ -90,14 +104,14 @@ func (c *BenchCmd) Run(ctx context.Context, env Env, g *Globals) error {
 	if lite.IsServerURL(g.DB) {
 		return c.runServer(ctx, env, g)
 	}
-	dir := c.Dir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "lite-bench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
+	dir, err := benchDir(c.Dir)
+	if err != nil {
+		return err
+	}
+	if c.Dir == "" {
+		defer os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(env.Stderr, "the bench's files: %s\n", dir)
 	}
 	var runs [][]benchRow
 	var childRSS uint64
@@ -126,6 +140,14 @@ func (c *BenchCmd) Run(ctx context.Context, env Env, g *Globals) error {
 	return report(env, g, combineRuns(runs), childRSS)
 }
 
+// benchDir makes the directory a bench writes into, one of its own in
+// parent (the system's temporary directory if parent is empty), so that
+// no figure opens an earlier bench's files and runs over its leftover
+// jobs.
+func benchDir(parent string) (string, error) {
+	return os.MkdirTemp(parent, "lite-bench-")
+}
+
 // report prints the figures, with the peak RSS of this process and of
 // its children at the end.
 func report(env Env, g *Globals, rows []benchRow, childRSS uint64) error {
@@ -152,8 +174,12 @@ func (r *benchRun) add(row benchRow) {
 // ratio adds a rate figure with its ratio to a reference and its target,
 // if it has one (target > 0).
 func (r *benchRun) ratio(figure string, rate float64, against string, target float64) {
-	row := benchRow{Figure: figure, Value: rate, Unit: "jobs/s", Ratio: rate / r.refs[against], Against: against}
-	if target > 0 {
+	row := benchRow{Figure: figure, Value: rate, Unit: "jobs/s"}
+	if ref := r.refs[against]; ref > 0 {
+		row.Ratio, row.Against = rate/ref, against
+	}
+	// A reference that measured nothing gives no ratio, and no verdict.
+	if target > 0 && row.Against != "" {
 		row.Target = fmt.Sprintf(">= %.1fx", target)
 		row.goal = func(row benchRow) bool { return row.Ratio >= target }
 		row.judge()
@@ -563,6 +589,9 @@ func (r *benchRun) processes(ctx context.Context) (many float64, busy int, err e
 			total += jobsPerSec
 			busy += errs
 		}
+		if err := r.ranOut(ctx, q, n); err != nil {
+			return 0, 0, err
+		}
 		return total, busy, nil
 	}
 	one, _, err := rate(1)
@@ -573,9 +602,29 @@ func (r *benchRun) processes(ctx context.Context) (many float64, busy int, err e
 	return rate(r.c.Processes)
 }
 
+// ranOut fails the figure of n processes if they left no job waiting:
+// each child drains for --duration whatever the queue holds, so a queue
+// emptied before the end would give a rate of the prefill, not of the
+// processes.
+func (r *benchRun) ranOut(ctx context.Context, q *lite.Queue, n int) error {
+	backlog, err := q.Backlog(ctx)
+	if err != nil {
+		return err
+	}
+	for _, b := range backlog {
+		if b.Counts[lite.StateAvailable] > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%d processes on one file: the %d jobs of the prefill ran out within --duration %s; raise --prefill",
+		n, r.prefill(), r.c.Duration)
+}
+
 type childProc struct {
-	cmd *exec.Cmd
-	out strings.Builder
+	cmd    *exec.Cmd
+	out    strings.Builder
+	tree   group
+	unlock func()
 }
 
 // child starts this binary as a bench child on db. db goes in the
@@ -594,7 +643,30 @@ func (r *benchRun) child(ctx context.Context, db, mode, arg string) (*childProc,
 	c.cmd.Env = append(os.Environ(), "LITE_DB="+db)
 	c.cmd.Stdout = &c.out
 	c.cmd.Stderr = os.Stderr
-	return c, c.cmd.Start()
+	// As a job's command is to lite work: a bench killed with no chance
+	// to stop its children (SIGKILL) must not leave them draining on into
+	// files that no one will remove.
+	setTree(c.cmd)
+	c.unlock = lockThread()
+	if err := c.cmd.Start(); err != nil {
+		c.unlock()
+		return nil, err
+	}
+	tree, err := joinTree(c.cmd)
+	c.tree = tree
+	if err != nil {
+		_ = c.cmd.Process.Kill()
+		_ = c.cmd.Wait()
+		c.release()
+		return nil, err
+	}
+	return c, nil
+}
+
+// release lets go of what the child's tree held once it has been reaped.
+func (c *childProc) release() {
+	c.tree.close()
+	c.unlock()
 }
 
 // wait waits for a bench child and returns what it printed and its peak
@@ -602,7 +674,9 @@ func (r *benchRun) child(ctx context.Context, db, mode, arg string) (*childProc,
 // read a child's peak the same way on no two systems (and on Linux not
 // correctly at all, see peakRSS).
 func (r *benchRun) wait(c *childProc) (out string, rss uint64, err error) {
-	if err := c.cmd.Wait(); err != nil {
+	err = c.cmd.Wait()
+	c.release()
+	if err != nil {
 		return "", 0, fmt.Errorf("bench child: %w", err)
 	}
 	out = strings.TrimSpace(c.out.String())

@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -87,4 +89,90 @@ func TestBenchRawBatchedThatRunsOutEndsThere(t *testing.T) {
 	var done int
 	is.NoErr(db.QueryRowContext(t.Context(), `select count(*) from jobs where state = 'done'`).Scan(&done))
 	is.Equal(done, 250) // every prefilled job, the last short batch too
+}
+
+// Flags that would measure nothing are refused before anything runs: a
+// zero --duration made every reference 0 jobs/s and every ratio +Inf, a
+// zero --samples panicked, a zero --drain-jobs waited out an hour.
+func TestBenchRefusesFlagsThatMeasureNothing(t *testing.T) {
+	valid := func() BenchCmd {
+		return BenchCmd{Duration: time.Second, Processes: 4, BigRows: 10, Samples: 5, DrainJobs: 10, Runs: 1}
+	}
+	ok := valid()
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("the defaults' shape is refused: %v", err)
+	}
+	for flag, set := range map[string]func(*BenchCmd){
+		"--duration 0s":  func(c *BenchCmd) { c.Duration = 0 },
+		"--duration -1s": func(c *BenchCmd) { c.Duration = -time.Second },
+		"--samples 0":    func(c *BenchCmd) { c.Samples = 0 },
+		"--samples -1":   func(c *BenchCmd) { c.Samples = -1 },
+		"--drain-jobs 0": func(c *BenchCmd) { c.DrainJobs = 0 },
+		"--processes 0":  func(c *BenchCmd) { c.Processes = 0 },
+		"--processes -2": func(c *BenchCmd) { c.Processes = -2 },
+		"--big-rows -1":  func(c *BenchCmd) { c.BigRows = -1 },
+		"--prefill -1":   func(c *BenchCmd) { c.Prefill = -1 },
+		"--runs 0":       func(c *BenchCmd) { c.Runs = 0 },
+	} {
+		c := valid()
+		set(&c)
+		err := c.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), strings.Fields(flag)[0]+" ") {
+			t.Errorf("%s: got %v, want a refusal that names the flag", flag, err)
+		}
+	}
+}
+
+// A reference that measured nothing gives no ratio and no verdict, not
+// +Inf judged as met.
+func TestBenchRatioToAReferenceOfNothingIsNotJudged(t *testing.T) {
+	is := is.New(t)
+	r := &benchRun{name: "normal", refs: map[string]float64{"R1": 0}}
+	r.ratio("worker", 600, "R1", 1)
+	r.ratio("worker, unknown reference", 600, "R9", 1)
+	for _, row := range r.rows {
+		is.Equal(row.Ratio, 0.0)
+		is.Equal(row.Met, (*bool)(nil))
+	}
+	var out bytes.Buffer
+	is.NoErr(printBench(&out, r.rows))
+	is.True(!strings.Contains(out.String(), "Inf"))
+	is.True(!strings.Contains(out.String(), "yes"))
+}
+
+// The processes figure fails when its children emptied the queue: their
+// rate would be the prefill's over --duration, not theirs.
+func TestBenchProcessesThatEmptiedTheQueueFail(t *testing.T) {
+	is := is.New(t)
+	r := &benchRun{c: &BenchCmd{Duration: time.Second, Prefill: 2}, dir: t.TempDir(), name: "normal", sync: lite.SyncNormal}
+	q, db, err := r.open(t.Context(), "procs.db")
+	is.NoErr(err)
+	defer r.close(q, db)
+	_, err = q.Enqueue(t.Context(), lite.NewJob{})
+	is.NoErr(err)
+	is.NoErr(r.ranOut(t.Context(), q, 4)) // a job still waits
+
+	jobs, err := q.Lease(t.Context(), lite.LeaseRequest{})
+	is.NoErr(err)
+	is.NoErr(q.AckDone(t.Context(), jobs[0].Lease(), nil))
+	err = r.ranOut(t.Context(), q, 4)
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), "raise --prefill"))
+}
+
+// Two benches given one --dir each write into a new directory of their
+// own: the second used to open the first's files and run over its jobs.
+func TestBenchesInOneDirNeverShareFiles(t *testing.T) {
+	is := is.New(t)
+	parent := t.TempDir()
+	first, err := benchDir(parent)
+	is.NoErr(err)
+	is.NoErr(os.WriteFile(filepath.Join(first, "worker-1.db"), []byte("left over"), 0o600))
+	second, err := benchDir(parent)
+	is.NoErr(err)
+	is.True(first != second)
+	is.Equal(filepath.Dir(second), parent)
+	left, err := os.ReadDir(second)
+	is.NoErr(err)
+	is.Equal(len(left), 0)
 }
