@@ -100,7 +100,7 @@ var leaseFlow = flowCTE(2)
 //
 // unlimited makes the PostgreSQL text a lease that needs no lock, for a
 // lease outside any transaction: it takes nothing while a queue it may
-// take from has a limit (see leaseOutsideTx). The SQLite text stays the
+// take from has a limit or is paused (see leaseOutsideTx). The SQLite text stays the
 // same.
 func leaseSQL(queues queueFilter, byKind, unlimited bool) stmt {
 	// Both dialects number their parameters: the filters' follow the
@@ -126,9 +126,11 @@ func leaseSQL(queues queueFilter, byKind, unlimited bool) stmt {
 	}
 	if unlimited {
 		// Uncorrelated, so the planner runs it once, before the walk
-		// picks (and locks) any row.
+		// picks (and locks) any row. A paused queue goes the locked way
+		// too: the walk would read its whole backlog to take nothing, and
+		// the locked lease would then read it again.
 		pgFilter += `
-              and not exists (select from lite_queues where (max_running > 0 or rate > 0)` + limitedFilter + `)`
+              and not exists (select from lite_queues where (max_running > 0 or rate > 0 or paused)` + limitedFilter + `)`
 	}
 	if byKind {
 		s, p := param()
@@ -270,10 +272,10 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 // transaction, and so costs one round trip, not four. Whether the queues
 // have limits is read by the statement itself, never from a cache that
 // another process could make stale. It finds no job where the queues
-// have limits, and the caller then leases under underFlow; so does a
-// lease that finds the queues empty, which then costs five round trips. SQLite leases
-// under underFlow alone: its lease needs no lock, and on a FULL file
-// commits unsynced there.
+// have limits or a pause, and the caller then leases under underFlow; so
+// does a lease that finds the queues empty, which then costs five round
+// trips. SQLite leases under underFlow alone: its lease needs no lock,
+// and on a FULL file commits unsynced there.
 func (q *Queue) leaseOutsideTx(ctx context.Context, query string, args []any) ([]*Job, error) {
 	if q.engine != enginePostgres {
 		return nil, nil
