@@ -365,6 +365,28 @@ func TestARateWindowLeftInTheFutureByAClockSteppedBackIsOver(t *testing.T) {
 	})
 }
 
+// Two processes whose clocks are a moment apart share a rate window: the
+// starts of one up to a second behind the one that opened the window
+// count in it, rather than open a window of their own, so the two
+// together start no more than the rate.
+func TestARateWindowHoldsForAClockAMomentBehind(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		ctx := t.Context()
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		is.NoErr(q.SetLimits(ctx, "q", lite.Limits{Rate: 5, Per: time.Minute}))
+		enqueueIn(t, q, "q", 20)
+		clock.Advance(time.Second)
+		is.Equal(len(leaseN(t, q, "q", 3)), 3)
+
+		clock.Advance(-700 * time.Millisecond)  // another process, 700 ms behind
+		is.Equal(len(leaseN(t, q, "q", 10)), 2) // why: its starts count in the window the first one opened
+		clock.Advance(700 * time.Millisecond)   // the first process again
+		is.Equal(len(leaseN(t, q, "q", 10)), 0) // the window has had its 5
+	})
+}
+
 func TestChangingTheRateRestartsItsWindows(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
