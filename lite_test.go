@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
 	"github.com/matryer/is"
 )
 
@@ -97,7 +98,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building lite:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := litetest.RunMain(m) // one line when PostgreSQL is skipped
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
