@@ -85,3 +85,51 @@ func ExampleCommitWithAck() {
 	fmt.Printf("job %s with %q; order %s\n", j.State, j.Result, status)
 	// Output: job done with "tracking 1Z999"; order shipped
 }
+
+// The whole round: an order and its typed job commit together, and the
+// handler marks the order shipped in the transaction that acks the job.
+func Example() {
+	q, cleanup := exampleQueue()
+	defer cleanup()
+	ctx := context.Background()
+
+	tx, err := q.DB().BeginTx(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `insert into orders values (4, 'placed')`); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := lite.EnqueueArgsTx(ctx, q, tx, Ship{Order: 4}); err != nil {
+		log.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		log.Fatal(err)
+	}
+
+	w := quietWorker(q)
+	lite.HandleArgs(w, func(ctx context.Context, job *lite.Job, a Ship) error {
+		lite.CommitWithAck(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `update orders set status = 'shipped' where id = $1`, a.Order)
+			return err
+		})
+		return nil
+	})
+	if _, err := w.RunOnce(ctx); err != nil { // w.Run(ctx) in a program
+		log.Fatal(err)
+	}
+
+	var status string
+	if err := q.DB().QueryRowContext(ctx, `select status from orders where id = 4`).Scan(&status); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("order 4:", status)
+	// Output: order 4: shipped
+}
+
+// Ship is a typed job: ship one order.
+type Ship struct {
+	Order int64 `json:"order"`
+}
+
+func (Ship) Kind() string { return "ship" }
