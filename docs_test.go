@@ -153,3 +153,26 @@ func TestDocsLinksResolve(t *testing.T) {
 		}
 	}
 }
+
+// The README's set-up commands are the ones the tests stand behind: the
+// demo, which TestDemoKillsAndFreezesWorkersAndEveryJobIsDoneOnce runs,
+// and the suite, which .ci/run runs as written.
+func TestREADMESetUpIsWhatTheTestsRun(t *testing.T) {
+	is := is.New(t)
+	readme, err := os.ReadFile("README.md")
+	is.NoErr(err)
+	_, after, ok := strings.Cut(string(readme), "## Set-up\n")
+	is.True(ok) // the README has a Set-up section
+	_, after, ok = strings.Cut(after, "```sh\n")
+	is.True(ok)
+	block, _, _ := strings.Cut(after, "```")
+	var commands []string
+	for line := range strings.Lines(block) {
+		command, _, _ := strings.Cut(line, "#")
+		commands = append(commands, strings.TrimSpace(command))
+	}
+	is.Equal(commands, []string{"go run . demo", "go test -race ./..."})
+	ci, err := os.ReadFile(filepath.Join(".ci", "run"))
+	is.NoErr(err)
+	is.True(strings.Contains(string(ci), "\nGOFLAGS=-count=1 go test -race ./...\n")) // CI runs the README's suite
+}
