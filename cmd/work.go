@@ -18,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/alecthomas/kong"
+	"github.com/liteq/lite/cmd/proc"
 	"github.com/liteq/lite/lite"
 )
 
@@ -290,24 +291,24 @@ func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite
 		// One byte over the limit is kept, so that the ack can refuse it.
 		stdout := &headWriter{max: lite.DefaultMaxPayloadBytes + 1}
 		stderr := &tailWriter{max: stderrTail}
-		p, err := attachPipes(cmd, job.Payload, stdout, stderr)
+		p, err := proc.AttachPipes(cmd, job.Payload, stdout, stderr)
 		if err != nil {
 			return err
 		}
-		t, err := startTree(cmd)
-		p.started()
+		t, err := proc.StartTree(cmd)
+		p.Started()
 		if err != nil {
-			p.finish(0)
+			p.Finish(0)
 			return err
 		}
-		stopped, err := t.wait(stops{ctx: ctx, shutdown: shutdown, now: now, grace: c.Grace})
-		p.finish(drainWait)
+		stopped, err := t.Wait(proc.Stops{Ctx: ctx, Shutdown: shutdown, Now: now, Grace: c.Grace})
+		p.Finish(drainWait)
 		switch stopped {
-		case stoppedByShutdown, stoppedAtOnce:
+		case proc.StoppedByShutdown, proc.StoppedAtOnce:
 			// Given back with no attempt spent, now rather than after the
 			// worker's longer backstop grace.
 			return fmt.Errorf("command stopped: %w", lite.ErrShutdown)
-		case stoppedByContext:
+		case proc.StoppedByContext:
 			return fmt.Errorf("command stopped: %w", context.Cause(ctx))
 		}
 		var exit *exec.ExitError
