@@ -6,13 +6,13 @@ import (
 	"github.com/liteq/lite/cmd/bench"
 )
 
-// BenchCmd is lite bench; the measuring is cmd/bench's.
-type BenchCmd struct {
+// benchCmd is lite bench; the measuring is cmd/bench's.
+type benchCmd struct {
 	Flags bench.Flags `embed:""`
 }
 
 // Run measures every figure and prints the table, or JSON with --json.
-func (c *BenchCmd) Run(ctx context.Context, env Env, g *Globals) error {
+func (c *benchCmd) Run(ctx context.Context, env Env, g *globals) error {
 	rows, err := bench.Run(ctx, c.Flags, bench.Env{DB: g.DB, Stderr: env.Stderr, Field: safe, Line: escapeLine})
 	if err != nil {
 		return err

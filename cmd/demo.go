@@ -7,16 +7,16 @@ import (
 	"github.com/liteq/lite/cmd/demo"
 )
 
-// DemoCmd is lite demo; the demo is cmd/demo's.
-type DemoCmd struct {
+// demoCmd is lite demo; the demo is cmd/demo's.
+type demoCmd struct {
 	Options demo.Options `embed:""`
 }
 
 // Run plays the demo.
-func (c *DemoCmd) Run(ctx context.Context, env Env) error {
+func (c *demoCmd) Run(ctx context.Context, env Env) error {
 	err := demo.Run(ctx, c.Options, env.Stdout)
 	if errors.Is(err, demo.ErrUsage) {
-		return UsageError{err}
+		return usageError{err}
 	}
 	return err
 }

@@ -10,21 +10,21 @@ import (
 // The hidden commands are those lite runs of itself, never the user: each
 // is the entry point of a child process of the subpackage that owns it.
 
-// BenchChildCmd is lite bench-child, the other process of lite bench's
+// benchChildCmd is lite bench-child, the other process of lite bench's
 // cross-process figures, on --db.
-type BenchChildCmd struct {
+type benchChildCmd struct {
 	Flags bench.ChildFlags `embed:""`
 }
 
-func (c *BenchChildCmd) Run(ctx context.Context, env Env, g *Globals) error {
+func (c *benchChildCmd) Run(ctx context.Context, env Env, g *globals) error {
 	return bench.Child(ctx, c.Flags, g.DB, env.Stdout)
 }
 
-// DemoJobCmd is lite demo-job, the job that lite demo's workers run.
-type DemoJobCmd struct {
+// demoJobCmd is lite demo-job, the job that lite demo's workers run.
+type demoJobCmd struct {
 	Generation int64 `env:"LITE_JOB_GENERATION" help:"The job's generation, which lite work sets."`
 }
 
-func (c *DemoJobCmd) Run(ctx context.Context, env Env) error {
+func (c *demoJobCmd) Run(ctx context.Context, env Env) error {
 	return demo.Job(ctx, c.Generation, env.Stdout)
 }
