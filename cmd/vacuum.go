@@ -8,15 +8,15 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// VacuumCmd compacts the database, and converts a SQLite file made before
+// vacuumCmd compacts the database, and converts a SQLite file made before
 // retention so that cleaning gives space back.
-type VacuumCmd struct {
+type vacuumCmd struct {
 	Force bool `help:"Rewrite the file even while workers run on it (lite workers): their jobs may be reclaimed and run twice."`
 }
 
 // Run vacuums and prints the size before and after (--json: {"before":
 // bytes, "after": bytes}).
-func (c *VacuumCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *vacuumCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	rep, err := q.Vacuum(ctx, lite.VacuumOptions{Force: c.Force})
 	if errors.Is(err, lite.ErrWorkersRunning) {
 		return fmt.Errorf("%w (lite workers lists them), or give --force", err)
