@@ -56,6 +56,8 @@ type CLI struct {
 	Limit     LimitCmd     `cmd:"" help:"Cap a queue's running jobs and starts per period across every process."`
 	Retention RetentionCmd `cmd:"" help:"Show or set how long finished jobs are kept: lite retention --done 24h --dead 7d --cancelled forever."`
 	Vacuum    VacuumCmd    `cmd:"" help:"Compact the file (SQLite: and switch it to incremental auto-vacuum; it rewrites the file, holding the write lock throughout)."`
+	Backup    BackupCmd    `cmd:"" help:"Write a consistent copy of the file to DEST while workers run (PostgreSQL: use pg_dump)."`
+	Restore   RestoreCmd   `cmd:"" help:"Put a backup at --db, fenced so that no lease or id is handed out twice; --in-place fences a restore made by other means."`
 	Serve     ServeCmd     `cmd:"" help:"Serve the dashboard, the JSON API and metrics over HTTP; with -- COMMAND, run workers too."`
 	Demo      DemoCmd      `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
 	Schema    SchemaCmd    `cmd:"" help:"Print the SQL schema of a lite database."`
