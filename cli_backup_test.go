@@ -1,6 +1,8 @@
 package main
 
 import (
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,4 +79,32 @@ func TestRestoreRefusesAFileAWorkerProcessHasOpen(t *testing.T) {
 	mustLite(t, db, "", "restore", "--force", dest)
 	_, err := os.Stat(db + "-wal")
 	is.True(os.IsNotExist(err)) // no WAL of the replaced file beside the copy
+}
+
+func TestABackupTakenWhileWorkersRunIsWhole(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	const n = 400
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, "{\"payload\":\"%d\"}\n", i)
+	}
+	mustLite(t, db, lines.String(), "enqueue", "--file", "-")
+	for range 2 {
+		startWorker(t, db, nil, "-c", "4", "--", "true")
+	}
+	dir := t.TempDir()
+	for i := range 5 {
+		dest := filepath.Join(dir, fmt.Sprintf("copy%d.db", i))
+		mustLite(t, db, "", "backup", dest)
+		copied, err := sql.Open("sqlite", "file:"+dest+"?mode=ro")
+		is.NoErr(err)
+		var check string
+		var jobs int
+		is.NoErr(copied.QueryRow(`pragma integrity_check`).Scan(&check))
+		is.NoErr(copied.QueryRow(`select count(*) from lite_jobs`).Scan(&jobs))
+		is.NoErr(copied.Close())
+		is.Equal(check, "ok")
+		is.Equal(jobs, n) // every job, in whatever state the commit it copies left it
+	}
 }

@@ -197,6 +197,11 @@ func restore(ctx context.Context, src, path string, opts RestoreOptions) (FenceR
 		return FenceReport{}, err
 	}
 	rep, err := q.FenceRestore(ctx)
+	if err == nil {
+		// The copy's workers ran on the file it was taken from, and would
+		// show as live, and refuse the next restore, until they lapse.
+		_, err = q.w.ExecContext(ctx, `delete from lite_workers`)
+	}
 	if err = errors.Join(err, q.Close()); err != nil {
 		return FenceReport{}, err
 	}

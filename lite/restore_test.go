@@ -268,6 +268,9 @@ values ('w', 'host:1', '[]', '[]', $1, $1, 30000)`, clock.Now().UnixMilli())
 		opts.Force = true
 		_, err = lite.Restore(t.Context(), src, path, opts)
 		is.NoErr(err)
+		workers, err := mustOpenPath(t, path, clock).Workers(t.Context())
+		is.NoErr(err)
+		is.Equal(len(workers), 0) // the copy's worker ran on the replaced file
 	})
 
 	t.Run("a file that is not a lite database is kept", func(t *testing.T) {
