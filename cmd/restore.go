@@ -28,11 +28,8 @@ func (c *RestoreCmd) Run(ctx context.Context, env Env, g *Globals) error {
 		return usagef("--force is for replacing --db with SRC")
 	}
 	rep, err := c.restore(ctx, g.DB)
-	if errors.Is(err, lite.ErrWorkersRunning) {
-		return fmt.Errorf("%w (lite workers lists them), or give --force", err)
-	}
 	if err != nil {
-		return err
+		return withWorkersHint(err)
 	}
 	if g.JSON {
 		return writeJSON(env.Stdout, struct {

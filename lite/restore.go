@@ -134,7 +134,7 @@ func (q *Queue) FenceRestore(ctx context.Context) (FenceReport, error) {
 func restoreFloor(now time.Time) (int64, error) {
 	ms := now.UnixMilli()
 	if ms <= 0 || ms > math.MaxInt64>>restoreShift {
-		return 0, fmt.Errorf("%w: %s is outside the years 1970 to 2262 that the floor can be derived from", ErrClockBehind, now.UTC().Format(time.RFC3339))
+		return 0, fmt.Errorf("%w: it reads %s, which gives no floor", ErrClockBehind, now.UTC().Format(time.RFC3339))
 	}
 	return ms << restoreShift, nil
 }
