@@ -65,10 +65,20 @@ func TestEveryWallClockTimeFiresOnceADay(t *testing.T) {
 // first instant after the change. It also counts the changes it saw.
 func oracleTicks(zone *time.Location, from, to time.Time) (map[int][]time.Time, int) {
 	ticks := map[int][]time.Time{}
-	// wallOf is the wall-clock minute t reads, counted from 1970-01-01 00:00.
+	// wallOf is the wall-clock minute t reads, counted from 1970-01-01
+	// 00:00; it looks the zone up once per period of one offset.
+	var offset int64
+	var periodEnd time.Time
 	wallOf := func(t time.Time) int64 {
-		_, offset := t.In(zone).Zone()
-		return (t.Unix() + int64(offset)) / 60
+		if !t.Before(periodEnd) || periodEnd.IsZero() {
+			_, o := t.In(zone).Zone()
+			_, periodEnd = t.In(zone).ZoneBounds()
+			if periodEnd.IsZero() {
+				periodEnd = to.Add(time.Hour) // no change ahead
+			}
+			offset = int64(o)
+		}
+		return (t.Unix() + offset) / 60
 	}
 	changes := 0
 	// high is the latest wall-clock minute that came: every one up to it
