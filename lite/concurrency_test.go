@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
 	"github.com/matryer/is"
 )
 
@@ -47,9 +48,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	code := m.Run()
-	dropSchemas()
-	os.Exit(code)
+	os.Exit(litetest.Main(m))
 }
 
 // leaseUntilEmpty leases and acks jobs from the file until none is left,
