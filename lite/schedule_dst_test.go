@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
 	"github.com/matryer/is"
 )
 
@@ -13,8 +14,7 @@ import (
 // returns each schedule's ticks as wall-clock times in loc.
 func firedTicks(t *testing.T, e testEngine, loc *time.Location, from, to time.Time, specs map[string]string) map[string][]string {
 	t.Helper()
-	clock := newFakeClock()
-	clock.now = from
+	clock := litetest.NewClock(from)
 	q, _ := e.mustOpen(t, clock)
 	for name, spec := range specs {
 		mustSetSchedule(t, q, lite.Schedule{Name: name, Spec: spec, TimeZone: loc.String(), Job: lite.NewJob{Kind: name}})

@@ -4,15 +4,10 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,48 +24,7 @@ var quiet = lite.WorkerOptions{Logger: slog.New(slog.DiscardHandler)}
 // server, on PostgreSQL in a fresh schema: the app's SQL is written once
 // for both. db is where the app's queue opens.
 func onEachEngine(t *testing.T, test func(t *testing.T, db string)) {
-	t.Run("sqlite", func(t *testing.T) { test(t, filepath.Join(t.TempDir(), "webhooks.db")) })
-	t.Run("postgres", func(t *testing.T) {
-		server := os.Getenv("LITE_TEST_POSTGRES")
-		if server == "" {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("CI=true but LITE_TEST_POSTGRES is not set: .ci/run starts the server and sets it")
-			}
-			t.Skip("LITE_TEST_POSTGRES is not set: the PostgreSQL engine was skipped")
-		}
-		test(t, freshSchema(t, server))
-	})
-}
-
-// schemas numbers the schemas this process makes.
-var schemas atomic.Int64
-
-// freshSchema makes an empty schema on server, dropped when the test
-// ends, and returns a URL whose connections use it.
-func freshSchema(t *testing.T, server string) string {
-	t.Helper()
-	admin, err := sql.Open("pgx", server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := fmt.Sprintf("webhooks_%d_%d", os.Getpid(), schemas.Add(1))
-	if _, err := admin.ExecContext(t.Context(), "create schema "+name); err != nil {
-		t.Fatal(err)
-	}
-	// Registered before the queue's own cleanup, so it runs after the
-	// queue closed.
-	t.Cleanup(func() {
-		admin.Exec("drop schema " + name + " cascade")
-		admin.Close()
-	})
-	u, err := url.Parse(server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := u.Query()
-	v.Set("search_path", name)
-	u.RawQuery = v.Encode()
-	return u.String()
+	litetest.ForEachEngine(t, func(t *testing.T, e litetest.Engine) { test(t, e.DSN(t)) })
 }
 
 // newApp is the app on a test queue in db with a fake clock.
