@@ -74,17 +74,24 @@ var statements = map[string]any{
 	"nextRunAtSQL":        nextRunAtSQL,
 	"leaseFlow":           leaseFlow,
 	"nextRunFlow":         nextRunFlow,
+	"lateResultSQL":       lateResultSQL,
+	"fenceHighSQL":        fenceHighSQL,
+	"fenceGenerationSQL":  fenceGenerationSQL,
+	"fenceIDSQL":          fenceIDSQL,
+	"rateHeldSQL":         rateHeldSQL,
+	"rateHeldFlow":        rateHeldFlow,
 }
 
 // fragments are the parts that statements are built from: checked for
 // both halves and their parameters, but not prepared alone.
 var fragments = map[string]bool{
-	"keptErrors":  true,
-	"leaseFlow":   true,
-	"leaseSet":    true,
-	"listColumns": true,
-	"liveWorker":  true,
-	"nextRunFlow": true,
+	"keptErrors":   true,
+	"leaseFlow":    true,
+	"leaseSet":     true,
+	"listColumns":  true,
+	"liveWorker":   true,
+	"nextRunFlow":  true,
+	"rateHeldFlow": true,
 }
 
 // onlyOn are the statements that one engine alone runs, with an empty
