@@ -87,11 +87,28 @@ func jobError(op string, id int64, err error) error {
 	return fmt.Errorf("%s job %d: %w", op, id, err)
 }
 
+// ExitJobsDied is the exit code of lite work --exit-when-empty when a job
+// it ran died (its attempts spent, or its command exited 100).
+const ExitJobsDied = 3
+
+// exitError is an error with an exit code of its own.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
 // ExitCode is the process exit code for an error Run returned: 2 for a
-// usage error, 1 for any other.
+// usage error, an exitError's own code, 1 for any other.
 func ExitCode(err error) int {
-	if errors.As(err, new(UsageError)) {
+	var coded exitError
+	switch {
+	case errors.As(err, new(UsageError)):
 		return 2
+	case errors.As(err, &coded):
+		return coded.code
 	}
 	return 1
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -42,7 +44,7 @@ const shutdownSlack = 5 * time.Second
 // WorkCmd runs a command once per job.
 type WorkCmd struct {
 	workerFlags
-	ExitWhenEmpty bool     `help:"Exit once no job in the queues is available or running."`
+	ExitWhenEmpty bool     `help:"Exit once nothing is startable now (a job due later, one waiting out its retry backoff, a paused queue's jobs and jobs held back by limits do not count). Exit status: 0 when no job it ran died, 3 when some did, 1 on an error, 2 on a usage error."`
 	Command       []string `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result; exit 100 fails for good; any other exit fails the attempt."`
 }
 
@@ -157,16 +159,17 @@ func parseQueues(flags []string) (map[string]lite.QueueConfig, error) {
 }
 
 // Run works until SIGINT or SIGTERM (then shuts down gracefully; a second
-// signal stops it at once), or with --exit-when-empty until the queues are
-// empty.
+// request stops it at once), or with --exit-when-empty until nothing is
+// startable now.
 func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	return c.work(ctx, env, g, q, argv(c.Command), c.ExitWhenEmpty, nil)
 }
 
 // work runs argv once per job until ctx ends, or with exitWhenEmpty until
-// the queues are empty; onEvent, if set, sees every worker event.
+// nothing is startable now; onEvent, if set, sees every worker event.
 func (c *workerFlags) work(ctx context.Context, env Env, g *Globals, q *lite.Queue, argv []string, exitWhenEmpty bool, onEvent func(lite.Event)) error {
 	log := slog.New(slog.NewTextHandler(quietWriter{env.Stderr}, &slog.HandlerOptions{Level: g.LogLevel}))
+	var died atomic.Int64
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Queues:            c.queues,
 		Concurrency:       c.Concurrency,
@@ -176,37 +179,74 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *Globals, q *lite.Que
 		Timeout:           c.Timeout,
 		ShutdownGrace:     2*c.Grace + shutdownSlack,
 		Logger:            log,
-		OnEvent:           onEvent,
+		OnEvent: func(ev lite.Event) {
+			logEvent(log, ev)
+			if ev.Kind == lite.EventFailed && ev.State == lite.StateDead {
+				died.Add(1)
+			}
+			if onEvent != nil {
+				onEvent(ev)
+			}
+		},
+		StopWhenIdle: exitWhenEmpty,
 	})
 	if err != nil {
 		return UsageError{fmt.Errorf("work: %w", err)}
 	}
+	c.logStart(log, g.DB)
 	stopLog := context.AfterFunc(ctx, func() {
 		log.Info("lite: shutting down: running commands may finish within the grace; signal again to stop them at once",
 			"grace", c.Grace)
 	})
 	defer stopLog()
-	work := ctx
-	if exitWhenEmpty {
-		var stop context.CancelFunc
-		work, stop = context.WithCancel(ctx)
-		defer stop()
-		go stopWhenEmpty(work, q, slices.Sorted(maps.Keys(c.queues)), stop)
-	}
 	now := stopNow(ctx)
-	w.Handle(lite.AnyKind, c.handler(argv, work.Done(), now))
-	if err := w.Run(work); err != nil {
+	w.Handle(lite.AnyKind, c.handler(argv, ctx.Done(), now))
+	if err := w.Run(ctx); err != nil {
 		return err
-	}
-	if exitWhenEmpty && ctx.Err() == nil {
-		cleanBeforeExit(ctx, q, log)
 	}
 	select {
 	case <-now:
 		return errors.New("work: stopped at once on a second signal: running commands were killed; a job whose give-back failed (see the log) is reclaimed once its stale-after lapses")
 	default:
+	}
+	if !exitWhenEmpty {
 		return nil
 	}
+	if ctx.Err() == nil {
+		cleanBeforeExit(ctx, q, log)
+	}
+	if n := died.Load(); n > 0 {
+		return exitError{ExitJobsDied, fmt.Errorf("work: %d jobs died during this run (lite ls -s dead lists them)", n)}
+	}
+	return nil
+}
+
+// logStart says what the worker works: a typo in --db or --queue shows
+// at once rather than as a worker that waits on nothing.
+func (c *workerFlags) logStart(log *slog.Logger, db string) {
+	queues, slots := "every queue", c.Concurrency
+	if len(c.queues) > 0 {
+		var each []string
+		slots = 0
+		for _, name := range slices.Sorted(maps.Keys(c.queues)) {
+			n := cmp.Or(c.queues[name].Concurrency, c.Concurrency)
+			each, slots = append(each, fmt.Sprintf("%s=%d", safe(name), n)), slots+n
+		}
+		queues = strings.Join(each, ",")
+	}
+	log.Info("lite: working", "db", lite.Redact(db), "queues", queues, "slots", slots)
+}
+
+// logEvent logs each job's start and end at debug level.
+func logEvent(log *slog.Logger, ev lite.Event) {
+	if !log.Enabled(context.Background(), slog.LevelDebug) || ev.Job == nil {
+		return
+	}
+	args := []any{"id", ev.JobID, "generation", ev.Generation, "queue", safe(ev.Job.Queue), "kind", safe(ev.Job.Kind), "state", ev.State}
+	if ev.Why != "" {
+		args = append(args, "why", ev.Why)
+	}
+	log.Debug("lite: job "+string(ev.Kind), args...)
 }
 
 type stopNowKey struct{}
@@ -241,23 +281,6 @@ func cleanBeforeExit(ctx context.Context, q *lite.Queue, log *slog.Logger) {
 	}
 	if rep.Deleted > 0 {
 		log.Debug("lite: deleted finished jobs past their retention", "deleted", rep.Deleted, "freed_pages", rep.FreedPages)
-	}
-}
-
-// stopWhenEmpty calls stop once nothing in the queues is left to do.
-func stopWhenEmpty(ctx context.Context, q *lite.Queue, queues []string, stop context.CancelFunc) {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := q.Unfinished(ctx, queues); err == nil && n == 0 {
-				stop()
-				return
-			}
-		}
 	}
 }
 
