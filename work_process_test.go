@@ -227,9 +227,10 @@ func TestWorkSecondSignalStopsAtOnce(t *testing.T) {
 		inner := readPid(t, filepath.Join(dir, "inner.pid"))
 		is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
 		// Two signals sent at once may arrive as one: send the second once
-		// the first was seen.
+		// the first was seen. Another signal is a second request however
+		// soon it comes; the same one would be only a second later.
 		eventually(t, "lite work says it is shutting down", func() bool { return strings.Contains(w.log(), "shutting down") })
-		is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
+		is.NoErr(w.cmd.Process.Signal(syscall.SIGINT))
 
 		is.Equal(w.wait(t), 1)
 		lines := strings.Split(strings.TrimSpace(w.log()), "\n")
@@ -241,6 +242,31 @@ func TestWorkSecondSignalStopsAtOnce(t *testing.T) {
 		is.Equal(j.Attempts, 0) // given back: the attempt is not held against it
 		is.Equal(len(j.Errors), 0)
 	})
+}
+
+func TestWorkTakesTimeoutsSIGTERMToItAndItsGroupAsOneRequest(t *testing.T) {
+	is := is.New(t)
+	db := sqliteCLI.db(t)
+	dir := t.TempDir()
+	mustLite(t, db, "", "enqueue", "x")
+	w := &watchedWorker{}
+	// As GNU timeout runs it: lite leads a process group of its own.
+	cmd := exec.Command(liteBin, "--db", db, "work", "--grace", "10s", "--",
+		"sh", "-c", fmt.Sprintf("touch %s/started; sleep 1; printf finished", dir))
+	cmd.Stderr = &lockedWriter{mu: &w.mu, w: &w.logs}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	watch(t, w, cmd)
+	eventually(t, "the command runs", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil
+	})
+	// timeout's one SIGTERM: to the child, then to the group.
+	is.NoErr(syscall.Kill(cmd.Process.Pid, syscall.SIGTERM))
+	is.NoErr(syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM))
+	is.Equal(w.wait(t), 0) // a graceful stop, not "stopped at once"
+	j := showJob(t, db, 1)
+	is.Equal(j.State, "done") // the running command had its grace
+	is.Equal(j.Result, "finished")
 }
 
 func TestWorkSurvivesABrokenLogPipe(t *testing.T) {

@@ -158,8 +158,9 @@ func parseQueues(flags []string) (map[string]lite.QueueConfig, error) {
 	return queues, nil
 }
 
-// Run works until SIGINT or SIGTERM (then shuts down gracefully; a second
-// request stops it at once), or with --exit-when-empty until nothing is
+// Run works until SIGINT, SIGTERM or SIGHUP (then shuts down gracefully;
+// a second request, another signal or the same one a second or more
+// after the first, stops it at once), or with --exit-when-empty until nothing is
 // startable now.
 func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
 	return c.work(ctx, env, g, q, argv(c.Command), c.ExitWhenEmpty, nil)
@@ -195,7 +196,7 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *Globals, q *lite.Que
 	}
 	c.logStart(log, g.DB)
 	stopLog := context.AfterFunc(ctx, func() {
-		log.Info("lite: shutting down: running commands may finish within the grace; signal again to stop them at once",
+		log.Info("lite: shutting down: running commands may finish within the grace; a second request (another signal, or the same one a second later) stops them at once",
 			"grace", c.Grace)
 	})
 	defer stopLog()
