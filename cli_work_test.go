@@ -55,3 +55,35 @@ func TestWorkExitWhenEmptyExitsOnceNothingIsStartableNow(t *testing.T) {
 		})
 	})
 }
+
+func TestWorkKeepsAnOutputOverMaxResultCutAndTheJobDone(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		t.Run("5 MB on stdout under the default 1MiB ends done with its head and its real size", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
+			r := runLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "yes | head -c 5000000")
+			is.Equal(r.code, 0)
+			is.True(strings.Contains(r.stderr, "bytes=5000000 max_result=1048576")) // logged with the real size
+			j := showJob(t, db, 1)
+			is.Equal(j.State, "done") // the exit status alone decides
+			is.Equal(len(j.Result), 1<<20)
+			is.True(strings.HasPrefix(j.Result, "y\ny\n"))
+			is.True(strings.HasSuffix(j.Result, "\n[lite: output truncated: 5000000 bytes, the first 1048511 kept]\n"))
+		})
+
+		t.Run("--max-result sets the limit, above the default too", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "small")
+			mustLite(t, db, "", "enqueue", "large")
+			mustLite(t, db, "", "work", "--exit-when-empty", "-c", "1", "--max-result", "2MiB", "--",
+				"sh", "-c", `if [ "$(cat)" = small ]; then yes | head -c 3000; else yes | head -c 2097152; fi`)
+			is.Equal(len(showJob(t, db, 1).Result), 3000)    // under the limit: whole
+			is.Equal(len(showJob(t, db, 2).Result), 2097152) // exactly the limit: whole, over the library's default
+			r := runLite(t, db, "", "work", "--max-result", "1MB", "--", "true")
+			is.Equal(r.code, 2)
+			is.True(strings.Contains(r.stderr, "--max-result \"1MB\": give a whole number of bytes with B, KiB or MiB"))
+		})
+	})
+}

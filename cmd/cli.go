@@ -185,6 +185,19 @@ func commandName(kctx *kong.Context) string {
 	return strings.Join(words, " ")
 }
 
+// queueOptions are the options command opens the queue with: a worker's
+// results may be as large as its --max-result.
+func (cli *CLI) queueOptions(command string) lite.Options {
+	var maxResult int
+	switch command {
+	case "work":
+		maxResult = cli.Work.maxResult
+	case "serve":
+		maxResult = cli.Serve.maxResult
+	}
+	return lite.Options{MaxPayloadBytes: max(maxResult, lite.DefaultMaxPayloadBytes)}
+}
+
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.
 func Run(ctx context.Context, args []string, env Env) (err error) {
@@ -204,7 +217,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 			if err := checkDB(cli.DB, createsFile[command]); err != nil {
 				return nil, err
 			}
-			q, err := lite.Open(ctx, cli.DB, lite.Options{})
+			q, err := lite.Open(ctx, cli.DB, cli.queueOptions(command))
 			queue = q
 			return q, err
 		}),

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,7 +46,7 @@ const shutdownSlack = 5 * time.Second
 type WorkCmd struct {
 	workerFlags
 	ExitWhenEmpty bool     `help:"Exit once nothing is startable now (a job due later, one waiting out its retry backoff, a paused queue's jobs and jobs held back by limits do not count). Exit status: 0 when no job it ran died, 3 when some did, 1 on an error, 2 on a usage error."`
-	Command       []string `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result; exit 100 fails for good; any other exit fails the attempt."`
+	Command       []string `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result (up to --max-result); exit 100 fails for good; any other exit fails the attempt."`
 }
 
 // workerFlags configure the worker that runs a command once per job: lite
@@ -58,8 +59,10 @@ type workerFlags struct {
 	Timeout     time.Duration `help:"Stop a job's command after this long and fail the attempt (default: no limit)."`
 	Poll        time.Duration `default:"5ms" help:"How often to look for jobs enqueued by other processes."`
 	Grace       time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL."`
+	MaxResult   string        `default:"1MiB" placeholder:"SIZE" help:"The most of a command's stdout kept as its job's result (B, KiB, MiB; at most 64MiB). More is cut to this size, marked with the real size; the job is still done."`
 
-	queues map[string]lite.QueueConfig // --queue, parsed by validate
+	queues    map[string]lite.QueueConfig // --queue, parsed by validate
+	maxResult int                         // --max-result, parsed by validate
 }
 
 // argv is the command to run: kong's passthrough keeps the -- itself.
@@ -106,6 +109,12 @@ func (c *workerFlags) validate(argv []string) error {
 		return err
 	}
 	c.queues = queues
+	if c.maxResult, err = parseSize(c.MaxResult); err != nil {
+		return fmt.Errorf("--max-result %q: %w", c.MaxResult, err)
+	}
+	if c.maxResult < minMaxResult || c.maxResult > maxMaxResult {
+		return fmt.Errorf("--max-result %s: give 1KiB to 64MiB", c.MaxResult)
+	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		// exec's message names the command twice; say it once.
 		var execErr *exec.Error
@@ -201,7 +210,7 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *Globals, q *lite.Que
 	})
 	defer stopLog()
 	now := stopNow(ctx)
-	w.Handle(lite.AnyKind, c.handler(argv, ctx.Done(), now))
+	w.Handle(lite.AnyKind, c.handler(argv, log, ctx.Done(), now))
 	if err := w.Run(ctx); err != nil {
 		return err
 	}
@@ -300,7 +309,7 @@ func (q quietWriter) Write(p []byte) (int, error) {
 // command's exit status decides: 0 is done with stdout as the result, 100
 // fails for good, any other fails the attempt. A command lite stopped fails
 // the attempt (timeout, lost lease), or gives the job back (shutdown).
-func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite.Handler {
+func (c *workerFlags) handler(argv []string, log *slog.Logger, shutdown, now <-chan struct{}) lite.Handler {
 	return func(ctx context.Context, job *lite.Job) error {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(),
@@ -311,8 +320,7 @@ func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite
 			"LITE_JOB_KIND="+job.Kind,
 			"LITE_JOB_TOKEN="+job.LeaseToken,
 		)
-		// One byte over the limit is kept, so that the ack can refuse it.
-		stdout := &headWriter{max: lite.DefaultMaxPayloadBytes + 1}
+		stdout := &headWriter{max: c.maxResult}
 		stderr := &tailWriter{max: stderrTail}
 		p, err := attachPipes(cmd, job.Payload, stdout, stderr)
 		if err != nil {
@@ -348,21 +356,66 @@ func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite
 		if err != nil {
 			return err
 		}
-		lite.SetResult(ctx, stdout.b)
+		if stdout.n > int64(len(stdout.b)) {
+			log.Warn("lite: a command's output is over --max-result: its job's result is cut to it, marked",
+				"id", job.ID, "bytes", stdout.n, "max_result", c.maxResult)
+		}
+		lite.SetResult(ctx, stdout.result())
 		return nil
 	}
 }
 
-// headWriter keeps the first max bytes written to it.
+// The range of --max-result: room for the truncation mark, and a bound
+// on what each slot may hold in memory.
+const (
+	minMaxResult = 1 << 10
+	maxMaxResult = 64 << 20
+)
+
+// headWriter keeps the first max bytes written to it and counts them all.
 type headWriter struct {
 	max int
 	b   []byte
+	n   int64 // every byte written
 }
 
 func (h *headWriter) Write(p []byte) (int, error) {
 	h.b = append(h.b, p[:min(len(p), h.max-len(h.b))]...)
+	h.n += int64(len(p))
 	return len(p), nil
 }
+
+// result is the output whole if it fit in max, else its head cut so that
+// a mark with its real size fits after it within max.
+func (h *headWriter) result() []byte {
+	if h.n <= int64(h.max) {
+		return h.b
+	}
+	// The mark names what is kept, which the mark's own length decides:
+	// measured with max in its place, it can only be as long or shorter.
+	keep := h.max - len(truncationMark(h.n, h.max))
+	return append(h.b[:keep:keep], truncationMark(h.n, keep)...)
+}
+
+func truncationMark(total int64, kept int) string {
+	return fmt.Sprintf("\n[lite: output truncated: %d bytes, the first %d kept]\n", total, kept)
+}
+
+// parseSize reads a byte count: a whole number, with B, KiB or MiB.
+func parseSize(s string) (int, error) {
+	m := sizePattern.FindStringSubmatch(s)
+	if m == nil {
+		return 0, errors.New("give a whole number of bytes with B, KiB or MiB, as in 512KiB")
+	}
+	n, err := strconv.Atoi(m[1])
+	unit := map[string]int{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20}[m[2]]
+	if err != nil || n > maxMaxResult/unit {
+		return 0, errors.New("too large")
+	}
+	return n * unit, nil
+}
+
+var sizePattern = regexp.MustCompile(`^([0-9]+)(B|KiB|MiB)?$`)
 
 // tailWriter keeps the last max bytes written to it.
 type tailWriter struct {
