@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -5,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/liteq/lite/cmd"
 	"github.com/matryer/is"
 )
 
@@ -28,7 +31,7 @@ func TestWorkExitWhenEmptyExitsOnceNothingIsStartableNow(t *testing.T) {
 			mustLite(t, db, "", "enqueue", "x")
 			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "y")
 			r := runLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", `test "$(cat)" = x`)
-			is.Equal(r.code, 3)
+			is.Equal(r.code, cmd.ExitJobsDied)
 			is.True(strings.Contains(r.stderr, "lite: work: 1 jobs died"))
 		})
 

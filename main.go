@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,7 +38,9 @@ func main() {
 	ctx, stop := stopOnSignals(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
+	// A reader that closed the pipe (lite ls | head -1) has what it
+	// wanted: a normal end, as for the tools it is piped through.
+	if err != nil && !errors.Is(err, syscall.EPIPE) {
 		fmt.Fprintln(os.Stderr, "lite:", err)
 		os.Exit(cmd.ExitCode(err))
 	}

@@ -3,31 +3,13 @@ package main
 import (
 	"context"
 	"os"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/liteq/lite/lite/litetest"
 	"github.com/matryer/is"
 )
-
-// signalClock is the time watchSignals reads, moved by the test.
-type signalClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *signalClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *signalClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func TestARequestToStopCountsOnceHoweverItIsDelivered(t *testing.T) {
 	// deliver starts a watcher and hands it each signal in turn, moving
@@ -35,7 +17,7 @@ func TestARequestToStopCountsOnceHoweverItIsDelivered(t *testing.T) {
 	// context and its signal channel.
 	deliver := func(t *testing.T, steps ...any) (context.Context, chan<- os.Signal) {
 		t.Helper()
-		clock := &signalClock{now: time.Date(2026, 12, 1, 21, 37, 0, 0, time.UTC)}
+		clock := litetest.NewClock(time.Date(2026, 12, 1, 21, 37, 0, 0, time.UTC))
 		signals := make(chan os.Signal)
 		graceful, now, stop := watchSignals(t.Context(), signals, clock.Now)
 		t.Cleanup(stop)

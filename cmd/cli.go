@@ -101,11 +101,12 @@ func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
 // ExitCode is the process exit code for an error Run returned: 2 for a
-// usage error, an exitError's own code, 1 for any other.
+// usage error (a setting the library refused as given is one), an
+// exitError's own code, 1 for any other.
 func ExitCode(err error) int {
 	var coded exitError
 	switch {
-	case errors.As(err, new(UsageError)):
+	case errors.As(err, new(UsageError)), errors.Is(err, lite.ErrInvalid):
 		return 2
 	case errors.As(err, &coded):
 		return coded.code
@@ -117,8 +118,9 @@ func ExitCode(err error) int {
 // out of the parser without calling os.Exit.
 type exitRequest int
 
-// createsFile lists the commands that may make a new database; the others
-// refuse a missing file rather than create an empty one.
+// createsFile lists the commands that may make a new database, saying so
+// on stderr; the others refuse a missing file rather than create an empty
+// one.
 var createsFile = map[string]bool{"enqueue": true, "work": true, "serve": true, "schedule add": true, "pause": true, "limit": true}
 
 // dbMapper reads a database flag: a file path is made absolute, as kong's
@@ -217,7 +219,13 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 			if err := checkDB(cli.DB, createsFile[command]); err != nil {
 				return nil, err
 			}
+			_, missing := os.Stat(cli.DB)
 			q, err := lite.Open(ctx, cli.DB, cli.queueOptions(command))
+			if err == nil && errors.Is(missing, fs.ErrNotExist) && !lite.IsServerURL(cli.DB) {
+				// A typo in --db or LITE_DB shows here, not as a worker
+				// waiting on an empty file.
+				fmt.Fprintf(env.Stderr, "lite: created new database %s\n", safe(cli.DB))
+			}
 			queue = q
 			return q, err
 		}),
@@ -248,6 +256,9 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		return UsageError{err}
 	}
 	command = commandName(kctx)
+	if command == "demo" && lite.IsServerURL(cli.DB) {
+		return usagef("demo runs on a SQLite file of its own (--file), not on the server that --db or LITE_DB names (%s)", lite.Redact(cli.DB))
+	}
 	err = kctx.Run()
 	if queue != nil {
 		err = errors.Join(err, queue.Close())

@@ -58,8 +58,8 @@ type workerFlags struct {
 	StaleAfter  time.Duration `default:"30s" help:"How long a heartbeat may lapse before a job is reclaimed (at least three heartbeats)."`
 	Timeout     time.Duration `help:"Stop a job's command after this long and fail the attempt (default: no limit)."`
 	Poll        time.Duration `default:"5ms" help:"How often to look for jobs enqueued by other processes."`
-	Grace       time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL."`
-	MaxResult   string        `default:"1MiB" placeholder:"SIZE" help:"The most of a command's stdout kept as its job's result (B, KiB, MiB; at most 64MiB). More is cut to this size, marked with the real size; the job is still done."`
+	Grace       time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL. A second request to stop (another signal, or the same one a second or more after the first) kills them at once."`
+	MaxResult   string        `default:"1MiB" placeholder:"SIZE" help:"The most of a command's stdout kept as its job's result (B, KiB, MiB; default 1MiB, at most 64MiB). More is cut to this size, marked with the real size; the job is still done."`
 
 	queues    map[string]lite.QueueConfig // --queue, parsed by validate
 	maxResult int                         // --max-result, parsed by validate

@@ -40,16 +40,28 @@ func count(ev *events, kind lite.EventKind) int {
 
 func TestStopWhenIdleStopsOnceNothingIsStartableNow(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
-		t.Run("a job due in an hour does not keep it running", func(t *testing.T) {
-			is := is.New(t)
-			clock := newFakeClock()
-			q, _ := e.mustOpen(t, clock)
-			id := mustEnqueue(t, q, lite.NewJob{Queue: "q", RunAt: clock.Now().Add(time.Hour)})
-			w, _, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
-			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
-			runUntilIdle(t, w)
-			is.Equal(mustGet(t, q, id).State, lite.StateAvailable)
-		})
+		for name, setup := range map[string]func(t *testing.T, q *lite.Queue, clock *fakeClock) lite.NewJob{
+			"a job due in an hour": func(t *testing.T, q *lite.Queue, clock *fakeClock) lite.NewJob {
+				return lite.NewJob{Queue: "q", RunAt: clock.Now().Add(time.Hour)}
+			},
+			"a paused queue's job": func(t *testing.T, q *lite.Queue, clock *fakeClock) lite.NewJob {
+				if err := q.Pause(t.Context(), "q"); err != nil {
+					t.Fatal(err)
+				}
+				return lite.NewJob{Queue: "q"}
+			},
+		} {
+			t.Run(name+" does not keep it running", func(t *testing.T) {
+				is := is.New(t)
+				clock := newFakeClock()
+				q, _ := e.mustOpen(t, clock)
+				id := mustEnqueue(t, q, setup(t, q, clock))
+				w, _, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
+				w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+				runUntilIdle(t, w)
+				is.Equal(mustGet(t, q, id).State, lite.StateAvailable)
+			})
+		}
 
 		t.Run("a job waiting out its retry backoff does not keep it running", func(t *testing.T) {
 			is := is.New(t)
@@ -63,18 +75,6 @@ func TestStopWhenIdleStopsOnceNothingIsStartableNow(t *testing.T) {
 			j := mustGet(t, q, id)
 			is.Equal(j.State, lite.StateAvailable)
 			is.Equal(j.Attempts, 1)
-		})
-
-		t.Run("a paused queue's jobs do not keep it running", func(t *testing.T) {
-			is := is.New(t)
-			clock := newFakeClock()
-			q, _ := e.mustOpen(t, clock)
-			id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
-			is.NoErr(q.Pause(t.Context(), "q"))
-			w, _, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
-			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
-			runUntilIdle(t, w)
-			is.Equal(mustGet(t, q, id).State, lite.StateAvailable)
 		})
 
 		t.Run("jobs a rate limit holds back do not keep it running", func(t *testing.T) {
