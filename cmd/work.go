@@ -45,7 +45,7 @@ const shutdownSlack = 5 * time.Second
 // WorkCmd runs a command once per job.
 type WorkCmd struct {
 	workerFlags
-	ExitWhenEmpty bool     `help:"Exit once nothing is startable now (a job due later, one waiting out its retry backoff, a paused queue's jobs and jobs held back by limits do not count). Exit status: 0 when no job it ran died, 3 when some did, 1 on an error, 2 on a usage error."`
+	ExitWhenEmpty bool     `help:"Exit once nothing is startable now and no job of its queues runs anywhere (a job due later, one waiting out its retry backoff, a paused queue's jobs and jobs held back by limits do not count). Exit status: 0 when no job it ran died, 3 when some did, 1 on an error, 2 on a usage error."`
 	Command       []string `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result (up to --max-result); exit 100 fails for good; any other exit fails the attempt."`
 }
 

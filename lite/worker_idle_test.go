@@ -91,6 +91,31 @@ func TestStopWhenIdleStopsOnceNothingIsStartableNow(t *testing.T) {
 			is.Equal(count(ev, lite.EventDone), 2) // the rate's two, then nothing startable
 		})
 
+		t.Run("a job running in another process keeps it running until that job ends", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+			elsewhere := mustLeaseOne(t, q, "q") // it may fail and come back, or its worker die
+			w, _, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
+			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+			done := make(chan error, 1)
+			go func() { done <- w.Run(t.Context()) }()
+			time.Sleep(200 * time.Millisecond) // a chance for a wrong stop to show itself
+			select {
+			case <-done:
+				t.Fatal("stopped while a job of its queues was running")
+			default:
+			}
+			is.NoErr(q.AckDone(t.Context(), elsewhere.Lease(), nil))
+			select {
+			case err := <-done:
+				is.NoErr(err)
+			case <-time.After(guard):
+				t.Fatal("did not stop once the job ended")
+			}
+		})
+
 		t.Run("it runs every startable job before it stops", func(t *testing.T) {
 			is := is.New(t)
 			clock := newFakeClock()

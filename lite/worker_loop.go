@@ -37,7 +37,7 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 		if w.idleHook != nil {
 			w.idleHook()
 		}
-		if w.opts.StopWhenIdle && s.idle {
+		if w.opts.StopWhenIdle && s.idle && !w.anyRunning(ctx) {
 			return
 		}
 		var ok bool
@@ -66,6 +66,27 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 			return
 		}
 	}
+}
+
+// anyRunningSQL says whether a job the worker could lease is running in
+// any process: it may yet come back to be started (a failed attempt's
+// retry, a reclaim of a lapsed lease).
+var anyRunningSQL = stmt{
+	sqlite: `select exists (select 1 from lite_jobs where state = 'running'
+  and (?1 is null or queue in (select value from json_each(?1)))
+  and (?2 is null or kind in (select value from json_each(?2))))`,
+	postgres: `select exists (select 1 from lite_jobs where state = 'running'
+  and ($1::jsonb is null or queue in (select jsonb_array_elements_text($1::jsonb)))
+  and ($2::jsonb is null or kind in (select jsonb_array_elements_text($2::jsonb))))`,
+}
+
+// anyRunning reports whether anyRunningSQL finds a job; true if it cannot
+// tell, so that a worker stopping when idle waits rather than leave a job
+// behind.
+func (w *Worker) anyRunning(ctx context.Context) bool {
+	var running bool
+	err := w.q.r.QueryRowContext(ctx, w.q.sql(anyRunningSQL), nullList(w.opts.queueNames()), nullList(w.kindList)).Scan(&running)
+	return err != nil || running
 }
 
 // leaseRound leases for every lane with a free slot and starts what it
