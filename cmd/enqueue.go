@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -321,7 +322,7 @@ func jsonKind(k reflect.Kind) string {
 // leaves out.
 func (c *EnqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
 	var l jsonLine
-	if text[0] != '{' {
+	if !bytes.HasPrefix(text, []byte("{")) {
 		return lite.NewJob{}, errNotAnObject
 	}
 	dec := json.NewDecoder(strings.NewReader(string(text)))
