@@ -13,6 +13,12 @@ import (
 // could and decided how to wait, just before it waits.
 func SetIdleHook(w *Worker, hook func()) { w.idleHook = hook }
 
+// SetAfter replaces the timer a worker waits on after a failed lease.
+func SetAfter(w *Worker, after func(time.Duration) <-chan time.Time) { w.after = after }
+
+// SetAfterBatch calls f after each delete batch of Clean and Purge.
+func SetAfterBatch(q *Queue, f func()) { q.afterBatch = f }
+
 // PollOnly makes a worker find other processes' commits by polling alone,
 // as it does where the WAL cannot be watched.
 func PollOnly(w *Worker) { w.noWAL = true }

@@ -146,6 +146,8 @@ type Queue struct {
 	wakeup wakeup
 	sched  wakeup // schedules changed in this process
 	closed sync.Once
+
+	afterBatch func() // tests: called after each delete batch of Clean and Purge commits
 }
 
 // Open opens the queue in the SQLite file at path, creating it (mode 0600)

@@ -105,7 +105,7 @@ func (q *Queue) SetSchedule(ctx context.Context, s Schedule) error {
 	}
 	c, err := parseCadence(s.Spec, s.TimeZone)
 	if err != nil {
-		return fmt.Errorf("set schedule %s: %w", s.Name, err)
+		return fmt.Errorf("set schedule %s: %w", s.Name, codeError{err, ErrInvalid})
 	}
 	r, err := q.scheduleJob(s.Job)
 	if err != nil {

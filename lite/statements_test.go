@@ -21,7 +21,6 @@ var statements = map[string]any{
 	"cancelSQL":           cancelSQL,
 	"retrySQL":            retrySQL,
 	"keyHolderSQL":        keyHolderSQL,
-	"purgeSQL":            purgeSQL,
 	"insertJobSQL":        insertJobSQL,
 	"uniqueHolderSQL":     uniqueHolderSQL,
 	"insertManySQL":       insertManySQL,
@@ -80,6 +79,7 @@ var statements = map[string]any{
 	"fenceIDSQL":          fenceIDSQL,
 	"rateHeldSQL":         rateHeldSQL,
 	"rateHeldFlow":        rateHeldFlow,
+	"anyRunningSQL":       anyRunningSQL,
 }
 
 // fragments are the parts that statements are built from: checked for
