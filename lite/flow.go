@@ -117,13 +117,15 @@ for update`,
 // limits it reads stay true until it commits: on PostgreSQL in a
 // transaction that first locks the limited queues it may take from (a
 // queue list, or the queue of job id; null for either: no filter). query
-// is the text lease runs.
-func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullString, id sql.NullInt64, lease func(queryer) error) error {
+// is the text lease runs. lease reads the clock itself, once the lock is
+// held. staleAfter is the lease's promise, which bounds how long a host
+// frozen inside the transaction may hold the lock (see idleInTxSQL).
+func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullString, id sql.NullInt64, staleAfter time.Duration, lease func(queryer) error) error {
 	if q.leaseWithoutSync() {
 		return q.underNormalSync(ctx, query, lease)
 	}
 	if q.engine != enginePostgres {
-		return lease(q.writer())
+		return q.write(ctx, query, func(c conn) error { return lease(c) })
 	}
 	// As on the writer, a statement that has started runs to its end: a
 	// cancel that cut the lease short could leave its row locks held by a
@@ -133,11 +135,48 @@ func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullStri
 		return err
 	}
 	return q.withTx(ctx, func(tx txConn) error {
+		if err := q.boundIdleInTx(ctx, tx, staleAfter); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, q.sql(lockFlowSQL), queues, id); err != nil {
 			return err
 		}
+		if afterFlowLock != nil {
+			afterFlowLock()
+		}
 		return lease(tx)
 	})
+}
+
+// afterFlowLock, when a test sets it, runs in a PostgreSQL lease once the
+// limited queues' rows are locked: a host frozen there.
+var afterFlowLock func()
+
+// serverTxIdle bounds how long a transaction of lite's on a server may
+// sit idle between its statements. None of lite's does for longer than a
+// round trip; one that does belongs to a host frozen (a SIGSTOP, a paused
+// VM, a long GC stall) while it holds row locks that every other host
+// waits for.
+const serverTxIdle = 2 * time.Second
+
+// idleInTxSQL makes the server end this session if its transaction sits
+// idle for longer than $1 milliseconds: the transaction rolls back and
+// its locks go, so that the other hosts wait no longer than that for a
+// frozen one, whose later statements then fail (nothing it wrote in the
+// transaction committed).
+var idleInTxSQL = stmt{
+	postgres: `select set_config('idle_in_transaction_session_timeout', $1, true)`,
+}
+
+// boundIdleInTx sets idleInTxSQL for tx to the shorter of serverTxIdle
+// and d (a lease's stale-after: a frozen host stops the others for no
+// longer than its own promise); 0 means serverTxIdle.
+func (q *Queue) boundIdleInTx(ctx context.Context, tx txConn, d time.Duration) error {
+	if d <= 0 || d > serverTxIdle {
+		d = serverTxIdle
+	}
+	_, err := tx.ExecContext(ctx, q.sql(idleInTxSQL), strconv.FormatInt(max(d.Milliseconds(), 1), 10))
+	return err
 }
 
 var (

@@ -459,3 +459,35 @@ func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
 	}
 	return nil
 }
+
+// write runs fn, one write whose statement is query, so that the time fn
+// reads from the clock (once) comes after the write's lock is held. On a
+// file that is a transaction on the writer, begun IMMEDIATE: a write that
+// waited for another process's lock (an app's transaction, a long purge)
+// longer than a lease's stale-after must not store the time from before
+// the wait, or its lease would commit lapsed. On a server it is the one
+// statement, which waits for no table lock of lite's.
+func (q *Queue) write(ctx context.Context, query string, fn func(c conn) error) error {
+	if q.engine == enginePostgres {
+		return fn(q.writer())
+	}
+	// Prepared before the writer is held, which preparing would wait for,
+	// so that the transaction reuses the statement rather than parse it.
+	pctx, err := uncancelled(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := q.stmts.prepare(pctx, query); err != nil {
+		return err
+	}
+	return q.withTx(ctx, func(tx txConn) error { return fn(tx) })
+}
+
+// writeRowNow runs query, a write that returns one integer into dest, as
+// write does: its first argument is the time, read once the lock is held,
+// and args follow.
+func (q *Queue) writeRowNow(ctx context.Context, query string, dest *int64, args ...any) error {
+	return q.write(ctx, query, func(c conn) error {
+		return c.QueryRowContext(ctx, query, append([]any{q.nowMillis()}, args...)...).Scan(dest)
+	})
+}

@@ -1,0 +1,236 @@
+package lite_test
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+// lockHolder is another connection holding the write lock a lease needs:
+// on a file a second *sql.DB in BEGIN IMMEDIATE, on a server a
+// transaction holding queue's lite_queues row, which a lease of a limited
+// queue locks first. Its setup statement runs while it holds the lock.
+type lockHolder struct {
+	db *sql.DB
+	tx *sql.Tx
+}
+
+func holdLeaseLock(t *testing.T, e testEngine, dsn, queue, setup string) *lockHolder {
+	t.Helper()
+	is := is.New(t)
+	driver, source := "sqlite", "file:"+dsn+"?_txlock=immediate"
+	if e.name == "postgres" {
+		driver, source = "pgx", dsn
+	}
+	db, err := sql.Open(driver, source)
+	is.NoErr(err)
+	t.Cleanup(func() { db.Close() })
+	tx, err := db.BeginTx(t.Context(), nil)
+	is.NoErr(err)
+	t.Cleanup(func() { tx.Rollback() })
+	if e.name == "postgres" {
+		_, err = tx.ExecContext(t.Context(), `select from lite_queues where queue = $1 for update`, queue)
+		is.NoErr(err)
+	}
+	if setup != "" {
+		_, err = tx.ExecContext(t.Context(), setup)
+		is.NoErr(err)
+	}
+	return &lockHolder{db: db, tx: tx}
+}
+
+// waitForWaiter returns once the write started in the background waits
+// for h's lock. A server shows the waiting lock; a file shows no waiter,
+// so there it returns once the write has read the clock (a write that
+// reads it before the lock), or after a moment to reach the lock. Either
+// way, a write that reads the clock only once it holds the lock reads it
+// after the test moves the clock on, whenever it got to the lock.
+func (h *lockHolder) waitForWaiter(t *testing.T, e testEngine, read <-chan struct{}) {
+	t.Helper()
+	if e.name != "postgres" {
+		select {
+		case <-read:
+		case <-time.After(time.Second):
+		}
+		return
+	}
+	for range 1000 {
+		var waiting int
+		err := h.db.QueryRowContext(t.Context(), `select count(*) from pg_locks where not granted`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond) // polls for the waiter; passes no fake time
+	}
+	t.Fatal("the write never waited for the lock")
+}
+
+// clockReads is a fake clock that reports its first read after arm.
+type clockReads struct {
+	*fakeClock
+	read  chan struct{}
+	armed chan struct{}
+}
+
+func newClockReads() *clockReads {
+	return &clockReads{fakeClock: newFakeClock(), read: make(chan struct{}, 1), armed: make(chan struct{}, 1)}
+}
+
+func (c *clockReads) arm() { c.armed <- struct{}{} }
+
+func (c *clockReads) now() time.Time {
+	select {
+	case <-c.armed:
+		c.read <- struct{}{}
+	default:
+	}
+	return c.Now()
+}
+
+// TestALeaseReadsTheClockOnceItsLockIsHeld starts a lease while another
+// connection holds the lock it needs, moves the clock past the lease's
+// stale-after while it waits, then lets it go: the lease's heartbeat is
+// the time it took the job, so a reclaim then takes nothing. Read before
+// the wait, the clock made the lease commit lapsed, and a reclaim from any
+// process took the job from its live worker.
+func TestALeaseReadsTheClockOnceItsLockIsHeld(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		ctx := t.Context()
+		clock := newClockReads()
+		q, dsn := e.open(t, lite.Options{Now: clock.now})
+		is.NoErr(q.SetLimits(ctx, "a", lite.Limits{MaxRunning: 4}))
+		mustEnqueue(t, q, lite.NewJob{Queue: "a"})
+
+		h := holdLeaseLock(t, e, dsn, "a", "")
+		clock.arm()
+		leased := make(chan []*lite.Job, 1)
+		go func() {
+			jobs, err := q.Lease(context.WithoutCancel(ctx), lite.LeaseRequest{Queues: []string{"a"}, StaleAfter: 3 * time.Second})
+			if err != nil {
+				t.Error(err)
+			}
+			leased <- jobs
+		}()
+		h.waitForWaiter(t, e, clock.read)
+		clock.Advance(4 * time.Second) // past the lease's stale-after
+		taken := clock.Now()
+		is.NoErr(h.tx.Rollback())
+
+		jobs := <-leased
+		is.Equal(len(jobs), 1)
+		is.True(jobs[0].HeartbeatAt.Equal(taken)) // why: the lease's time is when it held the lock
+		reclaimed, err := q.ReclaimOrphaned(ctx)
+		is.NoErr(err)
+		is.Equal(len(reclaimed), 0) // why: a lease just taken is not lapsed
+	})
+}
+
+// TestALeaseThatWaitedCountsItsStartsInTheWindowAFresherLeaseOpened has
+// a rate of 3 an hour whose window another writer opens (and spends)
+// while a lease waits for its lock: the lease, its time read after the
+// wait, finds the window spent and starts nothing. With its time read
+// before, it took the window for one a clock stepped back left behind and
+// started up to 3 more.
+func TestALeaseThatWaitedCountsItsStartsInTheWindowAFresherLeaseOpened(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		ctx := t.Context()
+		clock := newClockReads()
+		q, dsn := e.open(t, lite.Options{Now: clock.now})
+		is.NoErr(q.SetLimits(ctx, "a", lite.Limits{Rate: 3, Per: time.Hour}))
+		for range 6 {
+			mustEnqueue(t, q, lite.NewJob{Queue: "a"})
+		}
+
+		// The fresher lease's effect, committed while the lease waits: a
+		// window opened 2 s on, its 3 starts spent.
+		opened := clock.Now().Add(2 * time.Second).UnixMilli()
+		h := holdLeaseLock(t, e, dsn, "a", "update lite_queues set window_start = "+strconv.FormatInt(opened, 10)+", window_starts = 3 where queue = 'a'")
+		clock.arm()
+		leased := make(chan []*lite.Job, 1)
+		go func() {
+			jobs, err := q.Lease(context.WithoutCancel(ctx), lite.LeaseRequest{Queues: []string{"a"}, Max: 3})
+			if err != nil {
+				t.Error(err)
+			}
+			leased <- jobs
+		}()
+		h.waitForWaiter(t, e, clock.read)
+		clock.Advance(3 * time.Second)
+		is.NoErr(h.tx.Commit())
+
+		is.Equal(len(<-leased), 0) // why: the window's 3 starts are spent
+	})
+}
+
+// TestAWriteReadsTheClockOnceTheFilesLockIsHeld runs each owner and admin
+// write while another connection holds the file's write lock, moves the
+// clock on while it waits, then lets it go: the time it stored is the
+// time it took the lock. (On a server these are single statements that
+// wait for no lock of lite's.)
+func TestAWriteReadsTheClockOnceTheFilesLockIsHeld(t *testing.T) {
+	const later = 4 * time.Second
+	for _, c := range []struct {
+		name string
+		// write is made under the held lock; stored reads back the time it
+		// wrote.
+		write  func(ctx context.Context, q *lite.Queue, j *lite.Job) error
+		stored func(j *lite.Job) time.Time
+	}{
+		{"a renewal stores the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
+			res, err := q.Renew(ctx, []lite.Lease{j.Lease()})
+			if err == nil {
+				err = res[0]
+			}
+			return err
+		}, func(j *lite.Job) time.Time { return j.HeartbeatAt }},
+		{"an ack stores the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
+			return q.AckDone(ctx, j.Lease(), nil)
+		}, func(j *lite.Job) time.Time { return j.FinishedAt }},
+		{"a group of acks stores the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
+			res, err := q.AckDoneMany(ctx, []lite.Done{{Lease: j.Lease()}})
+			if err == nil {
+				err = res[0]
+			}
+			return err
+		}, func(j *lite.Job) time.Time { return j.FinishedAt }},
+		{"a failed ack retries from the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
+			return q.AckFailed(ctx, j.Lease(), lite.Permanent(context.Canceled))
+		}, func(j *lite.Job) time.Time { return j.FinishedAt }},
+		{"a snooze counts its delay from the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
+			return q.Snooze(ctx, j.Lease(), 0)
+		}, func(j *lite.Job) time.Time { return j.RunAt }},
+		{"a cancel stores the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
+			return q.Cancel(ctx, j.ID)
+		}, func(j *lite.Job) time.Time { return j.FinishedAt }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			ctx := t.Context()
+			clock := newClockReads()
+			q, path := sqliteEngine.open(t, lite.Options{Now: clock.now})
+			mustEnqueue(t, q, lite.NewJob{})
+			j := mustLeaseOne(t, q, lite.DefaultQueue)
+
+			h := holdLeaseLock(t, sqliteEngine, path, "", "")
+			clock.arm()
+			wrote := make(chan error, 1)
+			go func() { wrote <- c.write(context.WithoutCancel(ctx), q, j) }()
+			h.waitForWaiter(t, sqliteEngine, clock.read)
+			clock.Advance(later)
+			taken := clock.Now()
+			is.NoErr(h.tx.Rollback())
+			is.NoErr(<-wrote)
+			is.True(c.stored(mustGet(t, q, j.ID)).Equal(taken)) // why: the write's time is when it held the lock
+		})
+	}
+}
