@@ -196,13 +196,19 @@ on conflict (queue) do update set max_running = excluded.max_running, rate = exc
 	}
 	// waitForLeasesSQL makes a change of settings on PostgreSQL wait for
 	// every lease under way, which read the settings before it, to commit:
-	// the lock waits for each transaction that writes jobs, and a lease
-	// that begins after it waits for the change to commit, and reads it.
-	// So when Pause returns no lease that read the queue as open can still
-	// start its jobs. It holds writers of jobs back for as long as the
-	// change's own commit, a rare cost paid by a rare call.
+	// every lease statement reads lite_queues, and so holds a lock on it
+	// from before it takes its snapshot to its commit, which this lock
+	// waits for; a lease that begins after it waits for the change to
+	// commit, and reads it. So when Pause returns no lease that read the
+	// queue as open can still start its jobs. It waits for lite's leases
+	// alone, never for an app's transaction that wrote jobs (heartbeats,
+	// acks and enqueues do not read lite_queues), and no longer than
+	// pauseLockTimeout: meanwhile leases wait behind it.
 	waitForLeasesSQL = stmt{
-		postgres: `lock table lite_jobs in share mode`,
+		postgres: `lock table lite_queues in access exclusive mode`,
+	}
+	lockTimeoutSQL = stmt{
+		postgres: `select set_config('lock_timeout', $1, true)`,
 	}
 	// A row back at every default goes, so that a file that no longer
 	// uses flow control leases as one that never did.
@@ -211,6 +217,14 @@ on conflict (queue) do update set max_running = excluded.max_running, rate = exc
 		postgres: `delete from lite_queues where queue = $1 and not paused and max_running = 0 and rate = 0`,
 	}
 )
+
+// pauseLockTimeout bounds a change of settings' wait for the leases under
+// way (see waitForLeasesSQL): longer than a lease of a frozen host lives
+// (serverTxIdle), so that a change fails only behind a transaction that is
+// not lite's own lease and reads lite_queues (an app's open transaction
+// that read Stats): then it fails with ErrBusy rather than stop every
+// lease for as long.
+const pauseLockTimeout = serverTxIdle + time.Second
 
 // Pause stops every process from starting jobs of queue until Resume:
 // every lease refuses them, a worker's loop, Lease and RunJob alike, and
@@ -270,6 +284,10 @@ func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any
 		}
 		if q.engine != enginePostgres {
 			return nil // the lease under way holds the write lock this waited for
+		}
+		ms := strconv.FormatInt(pauseLockTimeout.Milliseconds(), 10)
+		if _, err := tx.ExecContext(ctx, q.sql(lockTimeoutSQL), ms); err != nil {
+			return err
 		}
 		_, err := tx.ExecContext(ctx, q.sql(waitForLeasesSQL))
 		return err
