@@ -73,6 +73,27 @@ func (h *lockHolder) waitForWaiter(t *testing.T, e testEngine, read <-chan struc
 	t.Fatal("the write never waited for the lock")
 }
 
+// whileWaiting runs write in the background while h holds its lock, moves
+// clock on by d once write waits for the lock, ends h's transaction with
+// end (its Commit or Rollback), and returns the time clock read then,
+// once write has returned.
+func (h *lockHolder) whileWaiting(t *testing.T, e testEngine, clock *clockReads, d time.Duration, end func() error, write func() error) time.Time {
+	t.Helper()
+	clock.arm()
+	wrote := make(chan error, 1)
+	go func() { wrote <- write() }()
+	h.waitForWaiter(t, e, clock.read)
+	clock.Advance(d)
+	taken := clock.Now()
+	if err := end(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	return taken
+}
+
 // clockReads is a fake clock that reports its first read after arm.
 type clockReads struct {
 	*fakeClock
@@ -95,6 +116,18 @@ func (c *clockReads) now() time.Time {
 	return c.Now()
 }
 
+// openLimited opens a queue on e whose queue "a" has limits l (so that a
+// lease of it on a server locks its row), with a clock that reports reads.
+func openLimited(t *testing.T, e testEngine, l lite.Limits) (*lite.Queue, string, *clockReads) {
+	t.Helper()
+	clock := newClockReads()
+	q, dsn := e.open(t, lite.Options{Now: clock.now})
+	if err := q.SetLimits(t.Context(), "a", l); err != nil {
+		t.Fatal(err)
+	}
+	return q, dsn, clock
+}
+
 // TestALeaseReadsTheClockOnceItsLockIsHeld starts a lease while another
 // connection holds the lock it needs, moves the clock past the lease's
 // stale-after while it waits, then lets it go: the lease's heartbeat is
@@ -105,27 +138,16 @@ func TestALeaseReadsTheClockOnceItsLockIsHeld(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
 		ctx := t.Context()
-		clock := newClockReads()
-		q, dsn := e.open(t, lite.Options{Now: clock.now})
-		is.NoErr(q.SetLimits(ctx, "a", lite.Limits{MaxRunning: 4}))
+		q, dsn, clock := openLimited(t, e, lite.Limits{MaxRunning: 4})
 		mustEnqueue(t, q, lite.NewJob{Queue: "a"})
 
 		h := holdLeaseLock(t, e, dsn, "a", "")
-		clock.arm()
-		leased := make(chan []*lite.Job, 1)
-		go func() {
-			jobs, err := q.Lease(context.WithoutCancel(ctx), lite.LeaseRequest{Queues: []string{"a"}, StaleAfter: 3 * time.Second})
-			if err != nil {
-				t.Error(err)
-			}
-			leased <- jobs
-		}()
-		h.waitForWaiter(t, e, clock.read)
-		clock.Advance(4 * time.Second) // past the lease's stale-after
-		taken := clock.Now()
-		is.NoErr(h.tx.Rollback())
-
-		jobs := <-leased
+		var jobs []*lite.Job
+		// The clock moves on past the lease's stale-after while it waits.
+		taken := h.whileWaiting(t, e, clock, 4*time.Second, h.tx.Rollback, func() (err error) {
+			jobs, err = q.Lease(context.WithoutCancel(ctx), lite.LeaseRequest{Queues: []string{"a"}, StaleAfter: 3 * time.Second})
+			return err
+		})
 		is.Equal(len(jobs), 1)
 		is.True(jobs[0].HeartbeatAt.Equal(taken)) // why: the lease's time is when it held the lock
 		reclaimed, err := q.ReclaimOrphaned(ctx)
@@ -144,9 +166,7 @@ func TestALeaseThatWaitedCountsItsStartsInTheWindowAFresherLeaseOpened(t *testin
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
 		ctx := t.Context()
-		clock := newClockReads()
-		q, dsn := e.open(t, lite.Options{Now: clock.now})
-		is.NoErr(q.SetLimits(ctx, "a", lite.Limits{Rate: 3, Per: time.Hour}))
+		q, dsn, clock := openLimited(t, e, lite.Limits{Rate: 3, Per: time.Hour})
 		for range 6 {
 			mustEnqueue(t, q, lite.NewJob{Queue: "a"})
 		}
@@ -155,20 +175,12 @@ func TestALeaseThatWaitedCountsItsStartsInTheWindowAFresherLeaseOpened(t *testin
 		// window opened 2 s on, its 3 starts spent.
 		opened := clock.Now().Add(2 * time.Second).UnixMilli()
 		h := holdLeaseLock(t, e, dsn, "a", "update lite_queues set window_start = "+strconv.FormatInt(opened, 10)+", window_starts = 3 where queue = 'a'")
-		clock.arm()
-		leased := make(chan []*lite.Job, 1)
-		go func() {
-			jobs, err := q.Lease(context.WithoutCancel(ctx), lite.LeaseRequest{Queues: []string{"a"}, Max: 3})
-			if err != nil {
-				t.Error(err)
-			}
-			leased <- jobs
-		}()
-		h.waitForWaiter(t, e, clock.read)
-		clock.Advance(3 * time.Second)
-		is.NoErr(h.tx.Commit())
-
-		is.Equal(len(<-leased), 0) // why: the window's 3 starts are spent
+		var jobs []*lite.Job
+		h.whileWaiting(t, e, clock, 3*time.Second, h.tx.Commit, func() (err error) {
+			jobs, err = q.Lease(context.WithoutCancel(ctx), lite.LeaseRequest{Queues: []string{"a"}, Max: 3})
+			return err
+		})
+		is.Equal(len(jobs), 0) // why: the window's 3 starts are spent
 	})
 }
 
@@ -222,14 +234,9 @@ func TestAWriteReadsTheClockOnceTheFilesLockIsHeld(t *testing.T) {
 			j := mustLeaseOne(t, q, lite.DefaultQueue)
 
 			h := holdLeaseLock(t, sqliteEngine, path, "", "")
-			clock.arm()
-			wrote := make(chan error, 1)
-			go func() { wrote <- c.write(context.WithoutCancel(ctx), q, j) }()
-			h.waitForWaiter(t, sqliteEngine, clock.read)
-			clock.Advance(later)
-			taken := clock.Now()
-			is.NoErr(h.tx.Rollback())
-			is.NoErr(<-wrote)
+			taken := h.whileWaiting(t, sqliteEngine, clock, later, h.tx.Rollback, func() error {
+				return c.write(context.WithoutCancel(ctx), q, j)
+			})
 			is.True(c.stored(mustGet(t, q, j.ID)).Equal(taken)) // why: the write's time is when it held the lock
 		})
 	}

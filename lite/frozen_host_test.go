@@ -57,12 +57,17 @@ func TestAHostFrozenInsideATransactionStopsNoOtherHost(t *testing.T) {
 		}
 	}
 
+	// hosts opens two queues on one schema, with one fake clock.
+	hosts := func(t *testing.T) (clock *fakeClock, frozenHost, other *lite.Queue) {
+		clock = newFakeClock()
+		frozenHost, dsn := e.mustOpen(t, clock)
+		return clock, frozenHost, mustOpenOpts(t, dsn, lite.Options{Now: clock.Now})
+	}
+
 	t.Run("a frozen lease of a limited queue holds up no other host's lease", func(t *testing.T) {
 		is := is.New(t)
 		ctx := context.WithoutCancel(t.Context())
-		clock := newFakeClock()
-		frozenHost, dsn := e.mustOpen(t, clock)
-		other := mustOpenOpts(t, dsn, lite.Options{Now: clock.Now})
+		_, frozenHost, other := hosts(t)
 		is.NoErr(frozenHost.SetLimits(ctx, "a", lite.Limits{MaxRunning: 1}))
 		mustEnqueue(t, frozenHost, lite.NewJob{Queue: "a"})
 		mustEnqueue(t, frozenHost, lite.NewJob{Queue: "a"})
@@ -92,9 +97,7 @@ func TestAHostFrozenInsideATransactionStopsNoOtherHost(t *testing.T) {
 	t.Run("a frozen fire holds up no other host's fires", func(t *testing.T) {
 		is := is.New(t)
 		ctx := context.WithoutCancel(t.Context())
-		clock := newFakeClock()
-		frozenHost, dsn := e.mustOpen(t, clock)
-		other := mustOpenOpts(t, dsn, lite.Options{Now: clock.Now})
+		clock, frozenHost, other := hosts(t)
 		is.NoErr(frozenHost.SetSchedule(ctx, lite.Schedule{Name: "tick", Spec: "@every 1s", Job: lite.NewJob{Queue: "s"}}))
 		clock.Advance(time.Second)
 		hook, frozen, thaw := freezeFirst(t)
