@@ -194,36 +194,45 @@ func TestAWriteReadsTheClockOnceTheFilesLockIsHeld(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		// write is made under the held lock; stored reads back the time it
-		// wrote.
+		// wrote, from the job as it is now or from q.
 		write  func(ctx context.Context, q *lite.Queue, j *lite.Job) error
-		stored func(j *lite.Job) time.Time
+		stored func(q *lite.Queue, j *lite.Job) time.Time
 	}{
+		{"a schedule counts its first tick from the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
+			return q.SetSchedule(ctx, lite.Schedule{Name: "s", Spec: "@every 1m"})
+		}, func(q *lite.Queue, _ *lite.Job) time.Time {
+			scheds, err := q.Schedules(context.Background())
+			if err != nil || len(scheds) != 1 {
+				return time.Time{}
+			}
+			return scheds[0].NextRunAt.Add(-time.Minute)
+		}},
 		{"a renewal stores the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
 			res, err := q.Renew(ctx, []lite.Lease{j.Lease()})
 			if err == nil {
 				err = res[0]
 			}
 			return err
-		}, func(j *lite.Job) time.Time { return j.HeartbeatAt }},
+		}, func(_ *lite.Queue, j *lite.Job) time.Time { return j.HeartbeatAt }},
 		{"an ack stores the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
 			return q.AckDone(ctx, j.Lease(), nil)
-		}, func(j *lite.Job) time.Time { return j.FinishedAt }},
+		}, func(_ *lite.Queue, j *lite.Job) time.Time { return j.FinishedAt }},
 		{"a group of acks stores the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
 			res, err := q.AckDoneMany(ctx, []lite.Done{{Lease: j.Lease()}})
 			if err == nil {
 				err = res[0]
 			}
 			return err
-		}, func(j *lite.Job) time.Time { return j.FinishedAt }},
+		}, func(_ *lite.Queue, j *lite.Job) time.Time { return j.FinishedAt }},
 		{"a failed ack retries from the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
 			return q.AckFailed(ctx, j.Lease(), lite.Permanent(context.Canceled))
-		}, func(j *lite.Job) time.Time { return j.FinishedAt }},
+		}, func(_ *lite.Queue, j *lite.Job) time.Time { return j.FinishedAt }},
 		{"a snooze counts its delay from the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
 			return q.Snooze(ctx, j.Lease(), 0)
-		}, func(j *lite.Job) time.Time { return j.RunAt }},
+		}, func(_ *lite.Queue, j *lite.Job) time.Time { return j.RunAt }},
 		{"a cancel stores the time it took the lock", func(ctx context.Context, q *lite.Queue, j *lite.Job) error {
 			return q.Cancel(ctx, j.ID)
-		}, func(j *lite.Job) time.Time { return j.FinishedAt }},
+		}, func(_ *lite.Queue, j *lite.Job) time.Time { return j.FinishedAt }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
@@ -237,7 +246,7 @@ func TestAWriteReadsTheClockOnceTheFilesLockIsHeld(t *testing.T) {
 			taken := h.whileWaiting(t, sqliteEngine, clock, later, h.tx.Rollback, func() error {
 				return c.write(context.WithoutCancel(ctx), q, j)
 			})
-			is.True(c.stored(mustGet(t, q, j.ID)).Equal(taken)) // why: the write's time is when it held the lock
+			is.True(c.stored(q, mustGet(t, q, j.ID)).Equal(taken)) // why: the write's time is when it held the lock
 		})
 	}
 }
