@@ -316,14 +316,14 @@ func isWritesError(err error) bool {
 	return errors.As(err, &we)
 }
 
+// fail records a failure, with writes in its transaction. Inside a
+// handler's ack writes it is refused (see uncancelled), before it waits
+// for the writer the ack holds.
 func (q *Queue) fail(ctx context.Context, l Lease, cause error, writes func(tx *sql.Tx, f Failure) error) (Failure, error) {
-	if insideAckWrites(ctx) {
-		return Failure{}, errWriteInsideAck
-	}
 	if writes == nil {
 		return q.recordFailureNow(ctx, l, cause)
 	}
-	if _, err := q.stmts.prepare(ctx, q.sql(ackFailedSQL)); err != nil {
+	if err := q.prepareForTx(ctx, q.sql(ackFailedSQL)); err != nil {
 		return Failure{}, classify(err)
 	}
 	var f Failure

@@ -471,16 +471,23 @@ func (q *Queue) write(ctx context.Context, query string, fn func(c conn) error) 
 	if q.engine == enginePostgres {
 		return fn(q.writer())
 	}
-	// Prepared before the writer is held, which preparing would wait for,
-	// so that the transaction reuses the statement rather than parse it.
-	pctx, err := uncancelled(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := q.stmts.prepare(pctx, query); err != nil {
+	if err := q.prepareForTx(ctx, query); err != nil {
 		return err
 	}
 	return q.withTx(ctx, func(tx txConn) error { return fn(tx) })
+}
+
+// prepareForTx prepares query before a transaction on the writer holds
+// it, which preparing would wait for, so that the transaction reuses the
+// statement rather than parse it. Like every write, it is refused inside
+// a handler's ack writes (see uncancelled).
+func (q *Queue) prepareForTx(ctx context.Context, query string) error {
+	ctx, err := uncancelled(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = q.stmts.prepare(ctx, query)
+	return err
 }
 
 // writeRowNow runs query, a write that returns one integer into dest, as
