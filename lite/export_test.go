@@ -73,7 +73,8 @@ func NoHardLinks(t interface{ Cleanup(func()) }) {
 }
 
 // FreezeAfterFlowLock runs freeze in every PostgreSQL lease of a limited
-// queue once its rows are locked, and FreezeAfterFireLock in every fire
+// queue once its rows are locked and in every change of settings once it
+// holds lite_queues, and FreezeAfterFireLock in every fire
 // once its schedule's row is held, until the test ends: a host frozen
 // inside the transaction. Tests using them must not run in parallel.
 func FreezeAfterFlowLock(t interface{ Cleanup(func()) }, freeze func()) {

@@ -148,8 +148,9 @@ func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullStri
 	})
 }
 
-// afterFlowLock, when a test sets it, runs in a PostgreSQL lease once the
-// limited queues' rows are locked: a host frozen there.
+// afterFlowLock, when a test sets it, runs in a PostgreSQL transaction of
+// flow control once it holds its locks (a lease of a limited queue, the
+// queues' rows; a change of settings, lite_queues): a host frozen there.
 var afterFlowLock func()
 
 // serverTxIdle bounds how long a transaction of lite's on a server may
@@ -276,6 +277,11 @@ func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any
 		return codeError{fmt.Errorf("queue %q %s", queue, nameProblem(queue)), ErrInvalid}
 	}
 	err := q.withTx(ctx, func(tx txConn) error {
+		if q.engine == enginePostgres {
+			if err := q.boundServerWaits(ctx, tx); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, q.sql(set), args...); err != nil {
 			return err
 		}
@@ -285,18 +291,31 @@ func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any
 		if q.engine != enginePostgres {
 			return nil // the lease under way holds the write lock this waited for
 		}
-		ms := strconv.FormatInt(pauseLockTimeout.Milliseconds(), 10)
-		if _, err := tx.ExecContext(ctx, q.sql(lockTimeoutSQL), ms); err != nil {
+		if _, err := tx.ExecContext(ctx, q.sql(waitForLeasesSQL)); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, q.sql(waitForLeasesSQL))
-		return err
+		if afterFlowLock != nil {
+			afterFlowLock()
+		}
+		return nil
 	})
 	if err != nil {
 		return classify(err)
 	}
 	q.notify()
 	return nil
+}
+
+// boundServerWaits bounds, on a server, how long a change of settings
+// waits for the leases under way (pauseLockTimeout), and how long a host
+// frozen inside it may hold what it locked, lite_queues among it, which
+// every lease waits for (serverTxIdle).
+func (q *Queue) boundServerWaits(ctx context.Context, tx txConn) error {
+	if err := q.boundIdleInTx(ctx, tx, 0); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, q.sql(lockTimeoutSQL), strconv.FormatInt(pauseLockTimeout.Milliseconds(), 10))
+	return err
 }
 
 // queueFlow is one queue's settings, as Stats shows them.

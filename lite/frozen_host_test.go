@@ -94,6 +94,30 @@ func TestAHostFrozenInsideATransactionStopsNoOtherHost(t *testing.T) {
 		is.Equal(statsOf(t, other, "a").Counts[lite.StateRunning], int64(1)) // why: the frozen lease committed nothing
 	})
 
+	t.Run("a frozen pause holds up no other host's lease", func(t *testing.T) {
+		is := is.New(t)
+		ctx := context.WithoutCancel(t.Context())
+		_, frozenHost, other := hosts(t)
+		mustEnqueue(t, frozenHost, lite.NewJob{Queue: "b"})
+		hook, frozen, thaw := freezeFirst(t)
+		lite.FreezeAfterFlowLock(t, hook)
+
+		frozenPause := make(chan error, 1)
+		go func() { frozenPause <- frozenHost.Pause(ctx, "other") }()
+		<-frozen
+		err := wait(t, thaw, func() error {
+			jobs, err := other.Lease(ctx, lite.LeaseRequest{Queues: []string{"b"}, StaleAfter: staleAfter})
+			if err == nil && len(jobs) != 1 {
+				t.Errorf("the other host leased %d jobs, want 1", len(jobs))
+			}
+			return err
+		})
+		is.NoErr(err)
+		thaw()
+		is.True(<-frozenPause != nil)       // why: the server ended the frozen transaction
+		is.NoErr(other.Pause(ctx, "other")) // and the next pause goes through
+	})
+
 	t.Run("a frozen fire holds up no other host's fires", func(t *testing.T) {
 		is := is.New(t)
 		ctx := context.WithoutCancel(t.Context())
