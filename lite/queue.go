@@ -466,7 +466,10 @@ func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
 // waited for another process's lock (an app's transaction, a long purge)
 // longer than a lease's stale-after must not store the time from before
 // the wait, or its lease would commit lapsed. On a server it is the one
-// statement, which waits for no table lock of lite's.
+// statement, its clock read just before it: none of these takes a lock
+// that lite holds on a table, so it waits at most for a row that another
+// transaction is changing (a job's own ack in an app's transaction), and
+// then finds that row changed.
 func (q *Queue) write(ctx context.Context, query string, fn func(c conn) error) error {
 	if q.engine == enginePostgres {
 		return fn(q.writer())
