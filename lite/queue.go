@@ -469,7 +469,8 @@ func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
 // statement, its clock read just before it: none of these takes a lock
 // that lite holds on a table, so it waits at most for a row that another
 // transaction is changing (a job's own ack in an app's transaction), and
-// then finds that row changed.
+// then reads the row as that transaction left it (its time older by that
+// wait).
 func (q *Queue) write(ctx context.Context, query string, fn func(c conn) error) error {
 	if q.engine == enginePostgres {
 		return fn(q.writer())
