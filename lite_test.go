@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
 	"github.com/matryer/is"
 )
 
@@ -97,7 +98,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building lite:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := litetest.RunMain(m) // one line when PostgreSQL is skipped
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -419,13 +420,8 @@ func quickStart(t *testing.T) string {
 
 func TestREADMEQuickStartRunsAsWritten(t *testing.T) {
 	is := is.New(t)
-	dir := t.TempDir()
-	sh := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", quickStart(t))
-	sh.Dir = dir
-	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(liteBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, err := sh.CombinedOutput()
+	text, err := runShell(t, quickStart(t))
 	is.NoErr(err)
-	text := string(out)
 	is.True(strings.Contains(text, `result:       "sent to {\"to\":\"ada@example.com\"}\n"`))
 	is.Equal(statsRow(text, "mail"), "mail 0 0 2 0 0 0s -")
 }

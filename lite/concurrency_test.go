@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
 	"github.com/matryer/is"
 )
 
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	code := m.Run()
+	code := litetest.RunMain(m) // one line when PostgreSQL is skipped
 	dropSchemas()
 	os.Exit(code)
 }

@@ -9,7 +9,7 @@ import (
 
 // cleanBatch is how many jobs one delete transaction removes: small enough
 // that SQLite's write lock, which every other writer of the file waits
-// for, is held for milliseconds (see the README's measurements).
+// for, is held for milliseconds (see the measurements in docs/retention.md).
 const cleanBatch = 200
 
 // vacuumStep is how many free pages one incremental_vacuum gives back to

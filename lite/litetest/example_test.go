@@ -189,3 +189,29 @@ func runTest(test func(t testing.TB)) {
 		fmt.Println("FAIL:", msg)
 	}
 }
+
+// A failed attempt does not fail the test: Work returns the event, with
+// the handler's error and when the job runs again, for the test to
+// assert on. A fixed Backoff makes that time exact.
+func ExampleWork_failure() {
+	runTest(func(t testing.TB) {
+		clock := litetest.NewClock(time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC))
+		q := litetest.Open(t, lite.Options{Now: clock.Now, Backoff: func(int) time.Duration { return time.Minute }})
+		w, err := lite.NewWorker(q, lite.WorkerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lite.HandleArgs(w, func(context.Context, *lite.Job, Welcome) error {
+			return errors.New("mail server down")
+		})
+		id, err := lite.EnqueueArgs(t.Context(), q, Welcome{UserID: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		ev := litetest.Work(t, w, id)
+		fmt.Printf("%s: %v; job %s again at %s\n", ev.Kind, ev.Err, ev.State, ev.NextRunAt.Format("15:04"))
+	})
+	// Output:
+	// failed: mail server down; job available again at 09:01
+}
