@@ -473,6 +473,10 @@ func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
 // wait).
 func (q *Queue) write(ctx context.Context, query string, fn func(c conn) error) error {
 	if q.engine == enginePostgres {
+		// Refused before it runs, with the reason, inside ack writes.
+		if _, err := uncancelled(ctx); err != nil {
+			return err
+		}
 		return fn(q.writer())
 	}
 	if err := q.prepareForTx(ctx, query); err != nil {
