@@ -80,7 +80,7 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("cancel job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, q.sql(cancelSQL), q.nowMillis(), cancelledText, id).Scan(&gen)
+	err := q.writeRowNow(ctx, q.sql(cancelSQL), &gen, cancelledText, id)
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateAvailable, StateRunning))
 	}
@@ -118,7 +118,7 @@ func (q *Queue) Retry(ctx context.Context, id int64) error {
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("retry job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, q.sql(retrySQL), q.nowMillis(), id).Scan(&id)
+	err := q.writeRowNow(ctx, q.sql(retrySQL), &id, id)
 	if isUniqueViolation(err) {
 		err = q.keyHolder(ctx, id)
 	}

@@ -79,6 +79,8 @@ var statements = map[string]any{
 	"fenceIDSQL":          fenceIDSQL,
 	"rateHeldSQL":         rateHeldSQL,
 	"rateHeldFlow":        rateHeldFlow,
+	"idleInTxSQL":         idleInTxSQL,
+	"lockTimeoutSQL":      lockTimeoutSQL,
 	"anyRunningSQL":       anyRunningSQL,
 }
 
@@ -99,6 +101,8 @@ var fragments = map[string]bool{
 var onlyOn = map[string]engine{
 	"lockFlowSQL":      enginePostgres, // SQLite's one writer needs no row locks
 	"waitForLeasesSQL": enginePostgres,
+	"idleInTxSQL":      enginePostgres,
+	"lockTimeoutSQL":   enginePostgres,
 }
 
 // Statement is one of lite's statements in both dialects, for lite_test.
