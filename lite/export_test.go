@@ -71,3 +71,12 @@ func NoHardLinks(t interface{ Cleanup(func()) }) {
 	linkFile = func(string, string) error { return errors.ErrUnsupported }
 	t.Cleanup(func() { linkFile = os.Link })
 }
+
+// SetWaitPolls sets how often waiters look on their own, with a watch of
+// commits and without one; the returned func restores them. Tests using
+// it must not run in parallel.
+func SetWaitPolls(watched, unwatched time.Duration) (restore func()) {
+	oldWatched, oldUnwatched := waitSafetyPoll, waitPoll
+	waitSafetyPoll, waitPoll = watched, unwatched
+	return func() { waitSafetyPoll, waitPoll = oldWatched, oldUnwatched }
+}
