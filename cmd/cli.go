@@ -50,6 +50,8 @@ type CLI struct {
 	Reclaim   ReclaimCmd   `cmd:"" help:"Take back running jobs whose heartbeat lapsed."`
 	Retry     RetryCmd     `cmd:"" help:"Make a dead or cancelled job available again."`
 	Cancel    CancelCmd    `cmd:"" help:"Cancel an available or running job."`
+	Wait      WaitCmd      `cmd:"" help:"Wait for jobs to finish; print their results."`
+	Result    ResultCmd    `cmd:"" help:"Print a finished job's result."`
 	Purge     PurgeCmd     `cmd:"" help:"Delete finished jobs older than a duration."`
 	Pause     PauseCmd     `cmd:"" help:"Stop a queue's jobs from starting, in every process; running ones finish."`
 	Resume    ResumeCmd    `cmd:"" help:"Let a paused queue's jobs start again."`
@@ -88,10 +90,14 @@ func jobError(op string, id int64, err error) error {
 }
 
 // ExitCode is the process exit code for an error Run returned: 2 for a
-// usage error, 1 for any other.
+// usage error, a command's own code (see lite wait), or 1.
 func ExitCode(err error) int {
-	if errors.As(err, new(UsageError)) {
+	var coded exitError
+	switch {
+	case errors.As(err, new(UsageError)):
 		return 2
+	case errors.As(err, &coded):
+		return coded.code
 	}
 	return 1
 }

@@ -26,6 +26,8 @@ type EnqueueCmd struct {
 	MaxAttempts int           `help:"Attempts before the job is dead (default 10)."`
 	UniqueKey   string        `help:"At most one unfinished job with this key in the queue."`
 	File        string        `type:"path" help:"Enqueue every line of this JSON Lines file; - reads standard input."`
+	Wait        bool          `help:"Wait for the job to finish and print its result instead of its id, with the exit codes of lite wait (see lite wait --help)."`
+	Timeout     time.Duration `help:"With --wait: give up after this long (exit 5); the job goes on."`
 	Payload     string        `arg:"" optional:"" help:"The payload; - reads it from standard input."`
 }
 
@@ -56,6 +58,9 @@ func (c *EnqueueCmd) Validate(kctx *kong.Context) error {
 }
 
 func (c *EnqueueCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+	if err := c.checkWait(); err != nil {
+		return err
+	}
 	if c.File != "" {
 		if c.Payload != "" {
 			return usagef("enqueue: give a payload or --file, not both")
@@ -83,6 +88,9 @@ func (c *EnqueueCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue
 	}
 	if err != nil {
 		return err
+	}
+	if c.Wait {
+		return waitAndPrint(ctx, env, g.JSON, q, []int64{id}, c.Timeout)
 	}
 	if g.JSON {
 		j, err := q.Get(ctx, id)

@@ -185,7 +185,7 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, states ...State) (i
 	}
 	list := make([]string, len(states))
 	for i, s := range states {
-		if !s.finished() {
+		if !s.Finished() {
 			return 0, fmt.Errorf("purge: %q is not a finished state (done, dead, cancelled)", s)
 		}
 		list[i] = string(s)

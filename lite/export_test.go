@@ -80,3 +80,7 @@ func SetWaitPolls(watched, unwatched time.Duration) (restore func()) {
 	waitSafetyPoll, waitPoll = watched, unwatched
 	return func() { waitSafetyPoll, waitPoll = oldWatched, oldUnwatched }
 }
+
+// WaitReports counts the commits the waiters' shared watch relayed: on a
+// server, the first is its listener coming up.
+func WaitReports(q *Queue) int64 { return q.waiters.reports.Load() }

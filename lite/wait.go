@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,7 +45,7 @@ const waitSettle = 20 * time.Millisecond
 func (q *Queue) Wait(ctx context.Context, id int64) (*Job, error) {
 	jobs, err := q.waitFor(ctx, []int64{id}, 1)
 	if err != nil {
-		return nil, fmt.Errorf("wait for job %d: %w", id, err)
+		return nil, fmt.Errorf("wait: %w", err)
 	}
 	return jobs[id], nil
 }
@@ -56,7 +57,7 @@ func (q *Queue) WaitAll(ctx context.Context, ids []int64) ([]*Job, error) {
 	unique := distinct(ids)
 	jobs, err := q.waitFor(ctx, unique, len(unique))
 	if err != nil {
-		return nil, fmt.Errorf("wait for %d jobs: %w", len(unique), err)
+		return nil, fmt.Errorf("wait: %w", err)
 	}
 	out := make([]*Job, len(ids))
 	for i, id := range ids {
@@ -71,11 +72,11 @@ func (q *Queue) WaitAll(ctx context.Context, ids []int64) ([]*Job, error) {
 func (q *Queue) WaitAny(ctx context.Context, ids []int64) (*Job, error) {
 	unique := distinct(ids)
 	if len(unique) == 0 {
-		return nil, errors.New("wait for any job: no ids")
+		return nil, errors.New("wait: no ids")
 	}
 	jobs, err := q.waitFor(ctx, unique, 1)
 	if err != nil {
-		return nil, fmt.Errorf("wait for any of %d jobs: %w", len(unique), err)
+		return nil, fmt.Errorf("wait: %w", err)
 	}
 	for _, id := range unique {
 		if j, ok := jobs[id]; ok {
@@ -120,9 +121,9 @@ func (j *Job) Err() error {
 		if len(j.Errors) > 0 {
 			last = j.Errors[len(j.Errors)-1].Error
 		}
-		return fmt.Errorf("job %d dead after %d of %d attempts: %s: %w", j.ID, j.Attempts, j.MaxAttempts, last, ErrDead)
+		return codeError{fmt.Errorf("job %d dead after %d of %d attempts: %s", j.ID, j.Attempts, j.MaxAttempts, last), ErrDead}
 	case StateCancelled:
-		return fmt.Errorf("job %d: %w", j.ID, ErrCancelled)
+		return codeError{fmt.Errorf("job %d cancelled", j.ID), ErrCancelled}
 	}
 	return nil
 }
@@ -198,7 +199,7 @@ func (q *Queue) collectFinished(ctx context.Context, pending []int64, finished m
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("job %d: %w", id, ErrNotFound)
-		case !s.finished():
+		case !s.Finished():
 			still = append(still, id)
 			continue
 		}
@@ -210,7 +211,7 @@ func (q *Queue) collectFinished(ctx context.Context, pending []int64, finished m
 			return nil, fmt.Errorf("job %d: %w", id, ErrNotFound)
 		case err != nil:
 			return nil, err
-		case j.State.finished():
+		case j.State.Finished():
 			finished[id] = j
 		default:
 			still = append(still, id)
@@ -231,7 +232,8 @@ func distinct(ids []int64) []int64 {
 type waitWatch struct {
 	mu      sync.Mutex
 	waiters int
-	stop    func() // nil while no watch runs
+	stop    func()       // nil while no watch runs
+	reports atomic.Int64 // commits relayed, for tests
 }
 
 // joinWatch counts a waiter in, starting the watch for the first, and
@@ -272,6 +274,7 @@ func (q *Queue) startWatch() (stop func()) {
 		for {
 			select {
 			case <-commits:
+				q.waiters.reports.Add(1)
 				q.finished.wake()
 			case <-done:
 				return
