@@ -75,6 +75,8 @@ func waitAndPrint(ctx context.Context, env Env, asJSON bool, q *lite.Queue, ids 
 		return exitError{fmt.Errorf("wait: timed out after %s; the jobs go on", timeout), ExitUnfinished}
 	case errors.Is(err, lite.ErrNotFound):
 		return exitError{err, 2}
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return errors.New("wait: stopped; the jobs go on")
 	case err != nil:
 		return err
 	}
