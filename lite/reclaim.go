@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // Reclaimed is a job ReclaimOrphaned took from a worker whose heartbeat
@@ -88,9 +87,7 @@ func (q *Queue) reclaim(ctx context.Context, held []Lease) ([]Reclaimed, error) 
 	}
 	if len(out) > 0 {
 		q.notify()
-	}
-	if slices.ContainsFunc(out, func(r Reclaimed) bool { return r.State == StateDead }) {
-		q.finishedSome()
+		q.endedSome() // dead ones ended; every one's lease was taken
 	}
 	return out, nil
 }
