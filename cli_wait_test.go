@@ -12,22 +12,6 @@ import (
 	"github.com/matryer/is"
 )
 
-// startLite starts the binary on db with args, its output kept in out and
-// errOut; the test ends it if it is still running.
-func startLite(t *testing.T, db string, out, errOut *bytes.Buffer, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(liteBin, append([]string{"--db", db}, args...)...)
-	cmd.Stdout, cmd.Stderr = out, errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return cmd
-}
-
 // exitCode waits for cmd and returns its exit code.
 func exitCode(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()

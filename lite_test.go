@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -296,10 +297,19 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 // startWorker starts `lite work` on db; it is killed when the test ends.
 func startWorker(t *testing.T, db string, stderr *bytes.Buffer, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(liteBin, append([]string{"--db", db, "work"}, args...)...)
+	var errOut io.Writer
 	if stderr != nil {
-		cmd.Stderr = stderr
+		errOut = stderr
 	}
+	return startLite(t, db, nil, errOut, append([]string{"work"}, args...)...)
+}
+
+// startLite starts the binary on db with args, its output going to out
+// and errOut (nil: nowhere); the test ends it if it is still running.
+func startLite(t *testing.T, db string, out, errOut io.Writer, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(liteBin, append([]string{"--db", db}, args...)...)
+	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

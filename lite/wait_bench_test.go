@@ -54,14 +54,5 @@ func echoWorker(b *testing.B, q *lite.Queue) {
 		lite.SetResult(ctx, job.Payload)
 		return nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
-	b.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runUntilCleanup(b, w)
 }
