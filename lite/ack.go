@@ -64,7 +64,7 @@ func (q *Queue) AckDone(ctx context.Context, l Lease, result []byte) error {
 	if err := q.ackDone(ctx, q.writer(), l, result); err != nil {
 		return fmt.Errorf("ack done: %w", q.explainLoss(ctx, classify(err), l))
 	}
-	q.endedSome()
+	q.finishedSome()
 	return nil
 }
 
@@ -144,7 +144,7 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 		return nil, fmt.Errorf("ack done: %w", err)
 	}
 	if len(acked) > 0 {
-		q.endedSome()
+		q.finishedSome()
 	}
 	for i, a := range acks {
 		if results[i] == nil && !acked[[2]int64{a.Lease.JobID, a.Lease.Generation}] {
@@ -187,7 +187,7 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, writes fun
 		return nil
 	})
 	if err == nil {
-		q.endedSome()
+		q.finishedSome()
 	}
 	return classify(err)
 }
@@ -325,7 +325,7 @@ func isWritesError(err error) bool {
 func (q *Queue) fail(ctx context.Context, l Lease, cause error, writes func(tx *sql.Tx, f Failure) error) (Failure, error) {
 	f, err := q.failAttempt(ctx, l, cause, writes)
 	if err == nil && f.State == StateDead {
-		q.endedSome()
+		q.finishedSome()
 	}
 	return f, err
 }

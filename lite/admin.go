@@ -83,7 +83,7 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateAvailable, StateRunning))
 	}
-	q.endedSome()
+	q.finishedSome()
 	return nil
 }
 
@@ -199,7 +199,7 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, states ...State) (i
 		return 0, fmt.Errorf("purge: %w", classify(err))
 	}
 	if n > 0 {
-		q.endedSome()
+		q.finishedSome()
 	}
 	return n, nil
 }

@@ -148,10 +148,10 @@ type Queue struct {
 	sched  wakeup // schedules changed in this process
 	closed sync.Once
 
-	ended   wakeup      // jobs may have ended, been deleted, or lost a lease
-	waiters waitWatch   // the watch of other processes' commits for Wait
-	noting  atomic.Bool // a notification of ended jobs is on its way
-	notes   sync.WaitGroup
+	finished wakeup      // jobs may have finished, or been deleted
+	waiters  waitWatch   // the watch of other processes' commits for Wait
+	noting   atomic.Bool // a notification of finished jobs is on its way
+	notes    sync.WaitGroup
 }
 
 // Open opens the queue in the SQLite file at path, creating it (mode 0600)

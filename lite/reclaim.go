@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Reclaimed is a job ReclaimOrphaned took from a worker whose heartbeat
@@ -87,7 +88,9 @@ func (q *Queue) reclaim(ctx context.Context, held []Lease) ([]Reclaimed, error) 
 	}
 	if len(out) > 0 {
 		q.notify()
-		q.endedSome() // dead ones ended; every one's lease was taken
+	}
+	if slices.ContainsFunc(out, func(r Reclaimed) bool { return r.State == StateDead }) {
+		q.finishedSome()
 	}
 	return out, nil
 }

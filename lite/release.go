@@ -65,7 +65,6 @@ func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
 		return 0, fmt.Errorf("release job %d: %w", id, q.explain(ctx, id, err, StateRunning))
 	}
 	q.notify()
-	q.endedSome() // its lease's holder, in any process, stops its handler
 	return gen, nil
 }
 

@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// endedChannel is the channel a server queue's processes notify, after
-// they commit, when a job finished, was deleted or had its lease taken:
-// waiters, and workers holding leases, in other processes listen on it.
-const endedChannel = "lite_ended"
+// finishedChannel is the channel a server queue's processes notify, after
+// they commit, when a job finished or was deleted: waiters in other
+// processes listen on it.
+const finishedChannel = "lite_finished"
 
 // Waiters look again on their own this often when commits are reported
 // to them (a safety net), or when no watch could start. Tests change them.
@@ -28,7 +28,8 @@ var (
 // waitSettleMax: the WAL is written before the commit is synced and
 // published, so a read at once may not see it yet (measured with FULL: a
 // wait from another queue on the file took 27 ms at p50 and 1 s at p99
-// when it looked once more after 20 ms, and then only at the poll).
+// when it looked once more after 20 ms, and then only at the poll). A
+// wait settles so as it begins too.
 const (
 	waitSettle    = time.Millisecond
 	waitSettleMax = 512 * time.Millisecond
@@ -143,12 +144,15 @@ func (q *Queue) waitFor(ctx context.Context, ids []int64, need int) (map[int64]*
 	if watched {
 		poll = waitSafetyPoll
 	}
-	s := q.sleeper(poll)
-	defer s.stop()
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
 	finished := map[int64]*Job{}
-	pending := ids
+	// A commit written before the watch began, and synced after the first
+	// read, is reported to no one: settle as after a wake.
+	pending, settle := ids, waitSettle
 	for {
-		s.arm()
+		// Taken before the read, so that a commit after it wakes this wait.
+		wake := q.finished.wait()
 		var err error
 		if pending, err = q.collectFinished(ctx, pending, finished); err != nil {
 			if ctx.Err() != nil {
@@ -159,57 +163,23 @@ func (q *Queue) waitFor(ctx context.Context, ids []int64, need int) (map[int64]*
 		if len(finished) >= need {
 			return finished, nil
 		}
-		if !s.sleep(ctx) {
+		if settle > 0 {
+			timer.Reset(settle)
+		} else {
+			timer.Reset(poll)
+		}
+		select {
+		case <-ctx.Done():
 			return nil, context.Cause(ctx)
+		case <-timer.C:
+			if settle *= 2; settle > waitSettleMax {
+				settle = 0
+			}
+		case <-wake:
+			settle = waitSettle
 		}
 	}
 }
-
-// commitSleeper is how one who looks at jobs after commits (a waiter, a
-// worker checking its leases) sleeps between looks: until q.ended is
-// woken, or until its next look falls due, after poll or sooner while it
-// settles (see waitSettle). It begins settling: a commit written before
-// the watch began, and synced after the first look, is reported to no
-// one.
-type commitSleeper struct {
-	q      *Queue
-	timer  *time.Timer
-	poll   time.Duration
-	settle time.Duration // the next settling look's delay; 0 when settled
-	wake   <-chan struct{}
-}
-
-func (q *Queue) sleeper(poll time.Duration) *commitSleeper {
-	t := time.NewTimer(poll)
-	t.Stop()
-	return &commitSleeper{q: q, timer: t, poll: poll, settle: waitSettle}
-}
-
-// arm takes the wake-up to sleep on: call it before looking, so that a
-// commit after the look wakes the sleep.
-func (s *commitSleeper) arm() { s.wake = s.q.ended.wait() }
-
-// sleep returns when the next look is due: true, or false once ctx ended.
-func (s *commitSleeper) sleep(ctx context.Context) bool {
-	if s.settle > 0 {
-		s.timer.Reset(s.settle)
-	} else {
-		s.timer.Reset(s.poll)
-	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-s.timer.C:
-		if s.settle *= 2; s.settle > waitSettleMax {
-			s.settle = 0
-		}
-	case <-s.wake:
-		s.settle = waitSettle
-	}
-	return true
-}
-
-func (s *commitSleeper) stop() { s.timer.Stop() }
 
 var jobStatesSQL = stmt{
 	sqlite:   `select id, state from lite_jobs where id in (select value from json_each(?))`,
@@ -272,8 +242,8 @@ func distinct(ids []int64) []int64 {
 }
 
 // waitWatch is the one watch of other processes' commits that a queue's
-// waiters and running workers share: the first to join starts it, the
-// last to leave stops it, and every commit it reports wakes them all.
+// waiters share: the first waiter starts it, the last one stops it, and
+// every commit it reports wakes every waiter.
 type waitWatch struct {
 	mu      sync.Mutex
 	waiters int
@@ -305,10 +275,10 @@ func (q *Queue) leaveWatch() {
 	}
 }
 
-// startWatch relays each commit reported to q.ended; nil if no watch can
-// start.
+// startWatch relays each commit reported to q.finished; nil if no watch
+// can start.
 func (q *Queue) startWatch() (stop func()) {
-	commits, stopWatch, err := q.watchChannel(endedChannel)
+	commits, stopWatch, err := q.watchChannel(finishedChannel)
 	if err != nil {
 		return nil
 	}
@@ -320,7 +290,7 @@ func (q *Queue) startWatch() (stop func()) {
 			select {
 			case <-commits:
 				q.waiters.reports.Add(1)
-				q.ended.wake()
+				q.finished.wake()
 			case <-done:
 				return
 			}
@@ -333,12 +303,11 @@ func (q *Queue) startWatch() (stop func()) {
 	}
 }
 
-// endedSome tells waiters and lease holders, after a commit, that jobs
-// may have finished, been deleted or had their lease taken: this
-// process's at once; a server's other processes through a notification
-// (a file's see the WAL written).
-func (q *Queue) endedSome() {
-	q.ended.wake()
+// finishedSome tells waiters, after a commit, that jobs may have finished
+// or been deleted: this process's at once; a server's other processes
+// through a notification (a file's see the WAL written).
+func (q *Queue) finishedSome() {
+	q.finished.wake()
 	if q.engine != enginePostgres {
 		return
 	}
@@ -354,6 +323,6 @@ func (q *Queue) endedSome() {
 		ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
 		defer cancel()
 		// Lost, it costs a waiter elsewhere its safety poll, no more.
-		_, _ = q.w.ExecContext(ctx, `select pg_notify($1, '')`, endedChannel)
+		_, _ = q.w.ExecContext(ctx, `select pg_notify($1, '')`, finishedChannel)
 	}()
 }

@@ -197,7 +197,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopBeats := w.every(background, w.opts.HeartbeatInterval, w.heartbeatLogged)
 	stopReclaims := w.every(background, w.opts.ReclaimInterval, w.reclaimLogged)
 	stopAcks := w.startAcks()
-	stopLeaseWatch := w.watchLeases(background)
 	stopAnnouncing := w.startAnnouncing(background)
 	stopCleaning := w.startCleaning(background)
 
@@ -221,7 +220,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.shutdown(stopHandlers)
 	stopAnnouncing()
 	stopAcks()
-	stopLeaseWatch()
 	stopBeats()
 	return nil
 }

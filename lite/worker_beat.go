@@ -19,22 +19,15 @@ func (w *Worker) Heartbeat(ctx context.Context) error {
 		return err
 	}
 	for i, lost := range results {
-		if lost != nil {
-			w.stopLost(runs[i], lost)
+		r := runs[i]
+		if lost == nil || r.settling.Load() || !r.lostSeen.CompareAndSwap(false, true) {
+			continue // renewed, ending by itself, or already told
 		}
+		w.opts.Logger.Warn("lite: lease lost; stopping its handler",
+			"job_id", r.job.ID, "kind", r.job.Kind, "lease_generation", r.job.Generation)
+		r.cancel(lost)
 	}
 	return nil
-}
-
-// stopLost cancels r's handler with lost as the cause, unless r is ending
-// by itself or was told already.
-func (w *Worker) stopLost(r *run, lost error) {
-	if r.settling.Load() || !r.lostSeen.CompareAndSwap(false, true) {
-		return
-	}
-	w.opts.Logger.Warn("lite: lease lost; stopping its handler",
-		"job_id", r.job.ID, "kind", r.job.Kind, "lease_generation", r.job.Generation)
-	r.cancel(lost)
 }
 
 // Reclaim is recoverStale: it takes back every job of other workers whose
