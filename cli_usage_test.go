@@ -67,7 +67,7 @@ func TestLsKeepsEveryStateGiven(t *testing.T) {
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "lite.db")
 	mustLite(t, db, "", "enqueue", "--max-attempts", "1", "dead")
-	mustLiteExit(t, cmd.ExitJobsDied, db, "", "work", "--exit-when-empty", "--", "false")
+	mustLiteExit(t, cmd.ExitDead, db, "", "work", "--exit-when-empty", "--", "false")
 	mustLite(t, db, "", "enqueue", "done")
 	mustLite(t, db, "", "work", "--exit-when-empty", "--", "true")
 	mustLite(t, db, "", "enqueue", "waiting")

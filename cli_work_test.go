@@ -31,7 +31,7 @@ func TestWorkExitWhenEmptyExitsOnceNothingIsStartableNow(t *testing.T) {
 			mustLite(t, db, "", "enqueue", "x")
 			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "y")
 			r := runLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", `test "$(cat)" = x`)
-			is.Equal(r.code, cmd.ExitJobsDied)
+			is.Equal(r.code, cmd.ExitDead)
 			is.True(strings.Contains(r.stderr, "lite: work: 1 jobs died"))
 		})
 

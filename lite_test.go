@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -142,7 +143,7 @@ func mustLite(t *testing.T, db, stdin string, args ...string) string {
 }
 
 // mustLiteExit runs the binary and fails the test unless it exits with
-// code: ExitJobsDied (3) for lite work --exit-when-empty whose jobs died.
+// code: ExitDead (3) for lite work --exit-when-empty whose jobs died.
 func mustLiteExit(t *testing.T, code int, db, stdin string, args ...string) string {
 	t.Helper()
 	r := runLite(t, db, stdin, args...)
@@ -210,7 +211,7 @@ func TestCLIHappyPaths(t *testing.T) {
 		is.True(strings.HasPrefix(statsRow(mustLite(t, db, "", "stats"), "mail"), "mail 0 0 2 0 0 "))
 
 		mustLite(t, db, "", "enqueue", "-k", "doomed", "x")
-		mustLiteExit(t, cmd.ExitJobsDied, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo bad input >&2; exit 100")
+		mustLiteExit(t, cmd.ExitDead, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo bad input >&2; exit 100")
 		dead := listJobs(t, db, "--state", "dead")
 		is.Equal(len(dead), 1)
 		is.True(strings.Contains(mustLite(t, db, "", "show", fmt.Sprint(dead[0].ID)), "exit status 100: bad input"))
@@ -313,10 +314,19 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 // startWorker starts `lite work` on db; it is killed when the test ends.
 func startWorker(t *testing.T, db string, stderr *bytes.Buffer, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(liteBin, append([]string{"--db", db, "work"}, args...)...)
+	var errOut io.Writer
 	if stderr != nil {
-		cmd.Stderr = stderr
+		errOut = stderr
 	}
+	return startLite(t, db, nil, errOut, append([]string{"work"}, args...)...)
+}
+
+// startLite starts the binary on db with args, its output going to out
+// and errOut (nil: nowhere); the test ends it if it is still running.
+func startLite(t *testing.T, db string, out, errOut io.Writer, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(liteBin, append([]string{"--db", db}, args...)...)
+	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -167,7 +167,7 @@ func TestWorkEndsTheWholeProcessTree(t *testing.T) {
 			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
 
 			args := append([]string{"work", "--exit-when-empty", "--timeout", "1s", "--grace", "200ms", "--"}, stubbornTree(dir)...)
-			mustLiteExit(t, cmd.ExitJobsDied, db, "", args...)
+			mustLiteExit(t, cmd.ExitDead, db, "", args...)
 			waitGone(t, "the leader", readPid(t, filepath.Join(dir, "outer.pid")))
 			waitGone(t, "the grandchild", readPid(t, filepath.Join(dir, "inner.pid")))
 			j := showJob(t, db, 1)
@@ -350,7 +350,7 @@ func TestWorkReportsFailedAttempts(t *testing.T) {
 			db := e.db(t)
 			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
 			r := runLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo oops >&2; exit 3")
-			is.Equal(r.code, cmd.ExitJobsDied) // its one attempt failed: dead
+			is.Equal(r.code, cmd.ExitDead) // its one attempt failed: dead
 			is.True(strings.Contains(r.stderr, `msg="lite: job attempt failed" job_id=1 `))
 			is.True(strings.Contains(r.stderr, " attempt=1 "))
 			is.True(strings.Contains(r.stderr, ` err="exit status 3: oops"`))
@@ -360,7 +360,7 @@ func TestWorkReportsFailedAttempts(t *testing.T) {
 			is := is.New(t)
 			db := e.db(t)
 			mustLite(t, db, "", "enqueue", "x")
-			mustLiteExit(t, cmd.ExitJobsDied, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "exit 100")
+			mustLiteExit(t, cmd.ExitDead, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "exit 100")
 			j := showJob(t, db, 1)
 			is.Equal(j.State, "dead")
 			is.Equal(j.Errors[0].Error, "exit status 100")

@@ -53,6 +53,8 @@ type root struct {
 	Reclaim   reclaimCmd   `cmd:"" help:"Take back running jobs whose heartbeat lapsed."`
 	Retry     retryCmd     `cmd:"" help:"Make a dead or cancelled job available again."`
 	Cancel    cancelCmd    `cmd:"" help:"Cancel an available or running job."`
+	Wait      waitCmd      `cmd:"" help:"Wait for jobs to finish; print their results."`
+	Result    resultCmd    `cmd:"" help:"Print a finished job's result."`
 	Purge     purgeCmd     `cmd:"" help:"Delete finished jobs older than a duration."`
 	Pause     pauseCmd     `cmd:"" help:"Stop a queue's jobs from starting, in every process; running ones finish."`
 	Resume    resumeCmd    `cmd:"" help:"Let a paused queue's jobs start again."`
@@ -93,22 +95,18 @@ func jobError(op string, id int64, err error) error {
 	return fmt.Errorf("%s job %d: %w", op, id, err)
 }
 
-// ExitJobsDied is the exit code of lite work --exit-when-empty when a job
-// it ran died (its attempts spent, or its command exited 100).
-const ExitJobsDied = 3
-
 // exitError is an error with an exit code of its own.
 type exitError struct {
-	code int
 	err  error
+	code int
 }
 
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
 // ExitCode is the process exit code for an error Run returned: 2 for a
-// usage error (a setting the library refused as given is one), an
-// exitError's own code, 1 for any other.
+// usage error (a setting the library refused as given is one), a
+// command's own code (lite work --exit-when-empty, lite wait), or 1.
 func ExitCode(err error) int {
 	var coded exitError
 	switch {

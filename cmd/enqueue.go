@@ -27,6 +27,8 @@ type enqueueCmd struct {
 	MaxAttempts int           `help:"Attempts before the job is dead (default 10)."`
 	UniqueKey   string        `help:"At most one unfinished job with this key in the queue."`
 	File        string        `type:"path" help:"Enqueue every line of this JSON Lines file; - reads standard input."`
+	Wait        bool          `help:"Wait for the job to finish and print its result instead of its id, with the exit codes of lite wait (see lite wait --help)."`
+	Timeout     time.Duration `help:"With --wait: give up after this long (exit 5); the job goes on."`
 	Payload     *string       `arg:"" optional:"" help:"The payload; - reads it from standard input; \"\" is an empty one."`
 
 	runAt time.Time // --at, read by Validate
@@ -79,6 +81,9 @@ func parseAt(s string, loc *time.Location) (time.Time, error) {
 // Run enqueues and prints the new job's id (--json: the job), or with
 // --file a count (--json: {"enqueued": N, "duplicates": M}).
 func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
+	if err := c.checkWait(); err != nil {
+		return err
+	}
 	if c.File != "" {
 		if c.Payload != nil {
 			return usagef("enqueue: give a payload or --file, not both")
@@ -103,6 +108,9 @@ func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue
 	}
 	if err != nil {
 		return err
+	}
+	if c.Wait {
+		return waitAndPrint(ctx, env, g.JSON, q, []int64{id}, c.Timeout)
 	}
 	if g.JSON {
 		j, err := q.Get(ctx, id)

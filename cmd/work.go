@@ -227,7 +227,7 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Que
 		cleanBeforeExit(ctx, q, log)
 	}
 	if n := died.Load(); n > 0 {
-		return exitError{ExitJobsDied, fmt.Errorf("work: %d jobs died during this run (lite ls -s dead lists them)", n)}
+		return exitError{fmt.Errorf("work: %d jobs died during this run (lite ls -s dead lists them)", n), ExitDead}
 	}
 	return nil
 }

@@ -65,6 +65,7 @@ func (q *Queue) AckDone(ctx context.Context, l Lease, result []byte) error {
 	if err != nil {
 		return fmt.Errorf("ack done: %w", q.explainLoss(ctx, classify(err), l))
 	}
+	q.finishedSome()
 	return nil
 }
 
@@ -143,6 +144,9 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ack done: %w", err)
 	}
+	if len(acked) > 0 {
+		q.finishedSome()
+	}
 	for i, a := range acks {
 		if results[i] == nil && !acked[[2]int64{a.Lease.JobID, a.Lease.Generation}] {
 			results[i] = leaseLost(a.Lease)
@@ -183,6 +187,9 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, writes fun
 		}
 		return nil
 	})
+	if err == nil {
+		q.finishedSome()
+	}
 	return classify(err)
 }
 
@@ -322,6 +329,14 @@ func isWritesError(err error) bool {
 // handler's ack writes it is refused (see uncancelled), before it waits
 // for the writer the ack holds.
 func (q *Queue) fail(ctx context.Context, l Lease, cause error, writes func(tx *sql.Tx, f Failure) error) (Failure, error) {
+	f, err := q.failAttempt(ctx, l, cause, writes)
+	if err == nil && f.State == StateDead {
+		q.finishedSome()
+	}
+	return f, err
+}
+
+func (q *Queue) failAttempt(ctx context.Context, l Lease, cause error, writes func(tx *sql.Tx, f Failure) error) (Failure, error) {
 	if writes == nil {
 		return q.recordFailureNow(ctx, l, cause)
 	}

@@ -84,6 +84,7 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateAvailable, StateRunning))
 	}
+	q.finishedSome()
 	return nil
 }
 
@@ -176,7 +177,7 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, states ...State) (i
 		states = []State{StateDone, StateDead, StateCancelled}
 	}
 	for _, s := range states {
-		if !s.finished() {
+		if !s.Finished() {
 			return 0, fmt.Errorf("purge: %q is not a finished state (done, dead, cancelled)", s)
 		}
 	}

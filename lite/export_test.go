@@ -92,3 +92,16 @@ func FreezeAfterFireLock(t interface{ Cleanup(func()) }, freeze func()) {
 	afterFireLock = freeze
 	t.Cleanup(func() { afterFireLock = nil })
 }
+
+// SetWaitPolls sets how often waiters look on their own, with a watch of
+// commits and without one; the returned func restores them. Tests using
+// it must not run in parallel.
+func SetWaitPolls(watched, unwatched time.Duration) (restore func()) {
+	oldWatched, oldUnwatched := waitSafetyPoll, waitPoll
+	waitSafetyPoll, waitPoll = watched, unwatched
+	return func() { waitSafetyPoll, waitPoll = oldWatched, oldUnwatched }
+}
+
+// WaitReports counts the commits the waiters' shared watch relayed: on a
+// server, the first is its listener coming up.
+func WaitReports(q *Queue) int64 { return q.waiters.reports.Load() }

@@ -31,7 +31,8 @@ func (s State) valid() bool {
 	return false
 }
 
-func (s State) finished() bool {
+// Finished reports whether s is an end: done, dead or cancelled.
+func (s State) Finished() bool {
 	return s == StateDone || s == StateDead || s == StateCancelled
 }
 

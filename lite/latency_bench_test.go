@@ -40,6 +40,12 @@ func latencyWorker(b *testing.B, q *lite.Queue) <-chan time.Duration {
 		starts <- time.Since(time.Unix(0, stamp))
 		return nil
 	})
+	runUntilCleanup(b, w)
+	return starts
+}
+
+// runUntilCleanup runs w until the benchmark's cleanup.
+func runUntilCleanup(b *testing.B, w *lite.Worker) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -50,7 +56,6 @@ func latencyWorker(b *testing.B, q *lite.Queue) <-chan time.Duration {
 		cancel()
 		<-done
 	})
-	return starts
 }
 
 func latencyOptions(name string) lite.Options {

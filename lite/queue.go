@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -147,7 +148,11 @@ type Queue struct {
 	sched  wakeup // schedules changed in this process
 	closed sync.Once
 
-	afterBatch func() // tests: called after each delete batch of Clean and Purge commits
+	afterBatch func()      // tests: called after each delete batch of Clean and Purge commits
+	finished   wakeup      // jobs may have finished, or been deleted
+	waiters    waitWatch   // the watch of other processes' commits for Wait
+	noting     atomic.Bool // a notification of finished jobs is on its way
+	notes      sync.WaitGroup
 }
 
 // Open opens the queue in the SQLite file at path, creating it (mode 0600)
@@ -288,6 +293,7 @@ func (q *Queue) DB() *sql.DB { return q.app }
 func (q *Queue) Close() error {
 	var err error
 	q.closed.Do(func() {
+		q.notes.Wait()
 		q.stmts.close()
 		if q.owned {
 			err = errors.Join(q.app.Close(), q.r.Close(), q.w.Close())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Reclaimed is a job ReclaimOrphaned took from a worker whose heartbeat
@@ -90,6 +91,9 @@ func (q *Queue) reclaim(ctx context.Context, held []Lease) ([]Reclaimed, error) 
 	}
 	if len(out) > 0 {
 		q.notify()
+	}
+	if slices.ContainsFunc(out, func(r Reclaimed) bool { return r.State == StateDead }) {
+		q.finishedSome()
 	}
 	return out, nil
 }

@@ -128,6 +128,7 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 		if n > 0 {
 			rep.Batches++
 			rep.Deleted += n
+			q.finishedSome()
 		}
 		if n < cleanBatch {
 			return nil

@@ -20,9 +20,9 @@ type Server interface {
 	// Open returns a pool of connections to the database at url.
 	Open(ctx context.Context, url string) (*sql.DB, error)
 	// Listen calls notify for every notification on channel, received on
-	// a connection of its own, until ctx ends. A dropped connection is
-	// reconnected by itself, calling notify once it is back, since
-	// notifications sent meanwhile were lost.
+	// a connection of its own, until ctx ends, and each time it starts to
+	// listen, the first time too, since notifications sent before were
+	// lost to it. A dropped connection is reconnected by itself.
 	Listen(ctx context.Context, url, channel string, notify func()) error
 }
 

@@ -82,6 +82,7 @@ var statements = map[string]any{
 	"idleInTxSQL":         idleInTxSQL,
 	"lockTimeoutSQL":      lockTimeoutSQL,
 	"anyRunningSQL":       anyRunningSQL,
+	"jobStatesSQL":        jobStatesSQL,
 }
 
 // fragments are the parts that statements are built from: checked for

@@ -63,6 +63,12 @@ const notifyChannel = "lite_jobs"
 // job available: writes to the WAL for a file, notifications from the
 // server for a server queue.
 func (q *Queue) watchCommits() (changes <-chan struct{}, stop func(), err error) {
+	return q.watchChannel(notifyChannel)
+}
+
+// watchChannel reports commits: every write to the WAL for a file, the
+// notifications on channel for a server queue.
+func (q *Queue) watchChannel(channel string) (changes <-chan struct{}, stop func(), err error) {
 	if !q.engine.onServer() {
 		if q.path == "" {
 			return nil, nil, errors.New("no file to watch")
@@ -74,7 +80,7 @@ func (q *Queue) watchCommits() (changes <-chan struct{}, stop func(), err error)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		q.server.Listen(ctx, q.dsn, notifyChannel, func() {
+		q.server.Listen(ctx, q.dsn, channel, func() {
 			select {
 			case ch <- struct{}{}:
 			default:

@@ -58,14 +58,12 @@ const (
 
 func (server) Listen(ctx context.Context, url, channel string, notify func()) error {
 	retry := firstRetry
-	for first := true; ; first = false {
+	for {
 		// A failed connection is tried again and again: the server may be
 		// restarting, and the worker polls meanwhile.
 		_ = listen(ctx, url, channel, func() {
 			retry = firstRetry // it was up: the next drop starts the waits over
-			if !first {
-				notify() // what was sent while it was down is lost
-			}
+			notify()           // what was sent before it listened is lost
 		}, notify)
 		select {
 		case <-ctx.Done():
