@@ -193,7 +193,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 			if err := checkDB(cli.DB, createsFile[command]); err != nil {
 				return nil, err
 			}
-			q, err := lite.Open(ctx, cli.DB, lite.Options{})
+			q, err := lite.Open(ctx, cli.DB, cli.options())
 			queue = q
 			return q, err
 		}),

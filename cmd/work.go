@@ -57,6 +57,7 @@ type workerFlags struct {
 	Timeout     time.Duration `help:"Stop a job's command after this long and fail the attempt (default: no limit)."`
 	Poll        time.Duration `default:"5ms" help:"How often to look for jobs enqueued by other processes."`
 	Grace       time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL."`
+	replicateFlags
 
 	queues map[string]lite.QueueConfig // --queue, parsed by validate
 }
@@ -196,7 +197,7 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Que
 	}
 	now := stopNow(ctx)
 	w.Handle(lite.AnyKind, c.handler(argv, work.Done(), now))
-	if err := w.Run(work); err != nil {
+	if err := c.run(work, g, log, w); err != nil {
 		return err
 	}
 	if exitWhenEmpty && ctx.Err() == nil {

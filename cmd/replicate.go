@@ -1,0 +1,51 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/replicate"
+)
+
+// replicateFlags ship the file off the box while lite work (or lite
+// serve with a command) runs.
+type replicateFlags struct {
+	Replicate      string        `placeholder:"URL" help:"Replicate the file as it changes (Litestream) to URL: file:///path (a directory, such as a NAS mount) or sftp://user@host:port/path?key=KEY_FILE&host-key=HOST_KEY_FILE. One process replicates a file at a time; the others stand by and take over. Give it to every process on the file: Litestream then owns its checkpoints."`
+	ReplicateEvery time.Duration `default:"1s" help:"With --replicate, how often new commits are shipped: about what losing the box loses."`
+}
+
+// options are the queue's options for the chosen command: with
+// --replicate, Litestream owns the checkpoints.
+func (r *root) options() lite.Options {
+	return lite.Options{ExternalCheckpoints: r.Work.Replicate != "" || r.Serve.Replicate != ""}
+}
+
+// run runs the worker, replicating the file while it runs if asked; the
+// last commits are shipped before it returns.
+func (c *replicateFlags) run(ctx context.Context, g *globals, log *slog.Logger, w *lite.Worker) error {
+	if c.Replicate == "" {
+		return w.Run(ctx)
+	}
+	if c.ReplicateEvery <= 0 {
+		return usagef("--replicate-every must be more than 0s, not %s", c.ReplicateEvery)
+	}
+	r, err := replicate.Start(g.DB, c.Replicate, replicate.Options{SyncInterval: c.ReplicateEvery, Logger: log})
+	if err != nil {
+		return err
+	}
+	err = w.Run(ctx)
+	return errors.Join(err, r.Close())
+}
+
+// replicaFlags restore from a replica that --replicate ships.
+type replicaFlags struct {
+	From      string    `placeholder:"URL" help:"Restore the replica lite work --replicate URL ships, its latest state (or that of --timestamp), to --db."`
+	Timestamp time.Time `placeholder:"TIME" help:"With --from, restore the replica as it was at TIME (RFC 3339: 2026-12-01T22:30:00Z)."`
+}
+
+func (c *replicaFlags) fromReplica(ctx context.Context, db string, opts lite.RestoreOptions) (lite.FenceReport, error) {
+	return replicate.Restore(ctx, c.From, db, replicate.RestoreOptions{Timestamp: c.Timestamp, Restore: opts})
+}
