@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,7 +52,11 @@ func restore(ctx context.Context, url, path string, opts RestoreOptions) (lite.F
 	ro.OutputPath = tmp
 	ro.Timestamp = opts.Timestamp
 	ro.IntegrityCheck = litestream.IntegrityCheckQuick
-	if err := litestream.NewReplicaWithClient(nil, client).Restore(ctx, ro); err != nil {
+	err = litestream.NewReplicaWithClient(nil, client).Restore(ctx, ro)
+	if errors.Is(err, litestream.ErrTxNotAvailable) || errors.Is(err, litestream.ErrNoSnapshots) {
+		return lite.FenceReport{}, fmt.Errorf("%w: the replica holds no state of the file (at that time)", err)
+	}
+	if err != nil {
 		return lite.FenceReport{}, err
 	}
 	rep, err := lite.Restore(ctx, tmp, abs, opts.Restore)
