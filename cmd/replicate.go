@@ -32,7 +32,7 @@ func (c *replicateFlags) run(ctx context.Context, g *globals, log *slog.Logger, 
 	if c.ReplicateEvery <= 0 {
 		return usagef("--replicate-every must be more than 0s, not %s", c.ReplicateEvery)
 	}
-	r, err := replicate.Start(g.DB, c.Replicate, replicate.Options{SyncInterval: c.ReplicateEvery, Logger: log})
+	r, err := replicate.Start(g.DB, c.Replicate, replicate.Options{SyncInterval: c.ReplicateEvery, Logger: slog.New(atLeast{log.Handler(), slog.LevelWarn})})
 	if err != nil {
 		return err
 	}
@@ -48,4 +48,23 @@ type replicaFlags struct {
 
 func (c *replicaFlags) fromReplica(ctx context.Context, db string, opts lite.RestoreOptions) (lite.FenceReport, error) {
 	return replicate.Restore(ctx, c.From, db, replicate.RestoreOptions{Timestamp: c.Timestamp, Restore: opts})
+}
+
+// atLeast passes on only records at min or above: Litestream's info
+// lines (each compaction, each snapshot) would drown the worker's.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h atLeast) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(attrs), h.min}
+}
+
+func (h atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{h.Handler.WithGroup(name), h.min}
 }

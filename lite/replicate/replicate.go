@@ -65,8 +65,16 @@ type Replicator struct {
 	done   chan struct{}
 	err    error // what the replication ended with, set before done closes
 
-	mu sync.Mutex
-	db *litestream.DB // while this process replicates
+	mu      sync.Mutex
+	db      *litestream.DB // while this process replicates
+	next    *round         // the sync the next callers of Sync wait for
+	syncing bool           // a goroutine runs rounds
+}
+
+// round is one sync that callers of Sync share.
+type round struct {
+	done chan struct{}
+	err  error // set before done closes
 }
 
 // Start replicates the SQLite file at path to the replica at url, in the
@@ -192,14 +200,48 @@ func (r *Replicator) open() (*litestream.Store, error) {
 // costs a ship (about a millisecond to a local directory, a round trip
 // or more over SFTP). It returns ErrStandby while another process
 // replicates the file.
+//
+// Callers at the same time share one ship: a caller waits for the first
+// sync that starts after it called, so many enqueuers or acks waiting
+// together cost about one ship per round, not one each.
 func (r *Replicator) Sync(ctx context.Context) error {
 	r.mu.Lock()
-	db := r.db
-	r.mu.Unlock()
-	if db == nil {
+	if r.db == nil {
+		r.mu.Unlock()
 		return ErrStandby
 	}
-	return db.SyncAndWait(ctx)
+	if r.next == nil {
+		r.next = &round{done: make(chan struct{})}
+	}
+	rd := r.next
+	if !r.syncing {
+		r.syncing = true
+		go r.rounds(r.db)
+	}
+	r.mu.Unlock()
+	select {
+	case <-rd.done:
+		return rd.err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// rounds syncs while callers wait: each round takes every caller that
+// came before it started.
+func (r *Replicator) rounds(db *litestream.DB) {
+	for {
+		r.mu.Lock()
+		rd := r.next
+		r.next = nil
+		r.syncing = rd != nil
+		r.mu.Unlock()
+		if rd == nil {
+			return
+		}
+		rd.err = db.SyncAndWait(context.Background())
+		close(rd.done)
+	}
 }
 
 // Close stops replicating, once the commits so far are shipped (if this

@@ -2,9 +2,12 @@ package replicate_test
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,8 +16,12 @@ import (
 	"github.com/matryer/is"
 )
 
-// fast ships every 20ms, so that the tests wait for little.
-var fast = replicate.Options{SyncInterval: 20 * time.Millisecond}
+// fast ships every 20ms, so that the tests wait for little, and logs
+// only Litestream's warnings.
+var fast = replicate.Options{
+	SyncInterval: 20 * time.Millisecond,
+	Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+}
 
 func open(t *testing.T, path string) *lite.Queue {
 	t.Helper()
@@ -140,4 +147,41 @@ func TestStartRefusesWhatItCannotReplicateTo(t *testing.T) {
 		is.True(err != nil)
 		is.True(!strings.Contains(err.Error(), "s3cret"))
 	})
+}
+
+func TestSyncReturnsOnceTheCommitIsOnTheReplica(t *testing.T) {
+	for _, callers := range []int{1, 8} {
+		t.Run(fmt.Sprintf("with %d callers at once, a copy of the replica taken as Sync returns restores every job enqueued before it", callers), func(t *testing.T) {
+			is := is.New(t)
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "q.db")
+			q := open(t, path)
+			defer q.Close()
+			dir := t.TempDir()
+			slow := fast
+			slow.SyncInterval = time.Hour // only Sync ships
+			r, err := replicate.Start(path, "file://"+dir, slow)
+			is.NoErr(err)
+			defer r.Close()
+			var wg sync.WaitGroup
+			for range callers {
+				wg.Go(func() {
+					_, err := q.Enqueue(ctx, lite.NewJob{Payload: []byte("{}")})
+					is.NoErr(err)
+					is.NoErr(r.Sync(ctx))
+				})
+			}
+			wg.Wait()
+			copied := t.TempDir()
+			is.NoErr(os.CopyFS(copied, os.DirFS(dir)))
+			restored := filepath.Join(t.TempDir(), "r.db")
+			_, err = replicate.Restore(ctx, "file://"+copied, restored, replicate.RestoreOptions{})
+			is.NoErr(err)
+			rq := open(t, restored)
+			defer rq.Close()
+			n, err := rq.Unfinished(ctx, nil)
+			is.NoErr(err)
+			is.Equal(n, int64(callers))
+		})
+	}
 }
