@@ -113,3 +113,29 @@ func TestABoxThatDiesComesBackFromItsReplica(t *testing.T) {
 	is.NoErr(scan.Err())
 	is.True(len(seen) >= n)
 }
+
+func TestReplicationFlagsRefuseWhatTheyCannotDo(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "q.db")
+	mustLite(t, db, "", "enqueue", "x")
+	for _, c := range []struct {
+		why  string
+		args []string
+		code int
+	}{
+		{"--from with SRC", []string{"restore", "--from", "file:///tmp/r", "copy.db"}, 2},
+		{"--from with --in-place", []string{"restore", "--from", "file:///tmp/r", "--in-place"}, 2},
+		{"--timestamp without --from", []string{"restore", "copy.db", "--timestamp", "2026-12-01T22:30:00Z"}, 2},
+		{"a replica URL lite cannot replicate to", []string{"work", "--replicate", "s3://bucket/lite", "--", "true"}, 1},
+		{"an SFTP URL without the server's host key", []string{"restore", "--from", "sftp://ada:s3cret@nas/lite"}, 1},
+		{"serve --replicate without workers", []string{"serve", "--replicate", "file:///tmp/r"}, 2},
+		{"a zero --replicate-every", []string{"work", "--replicate", "file:///tmp/r", "--replicate-every", "0s", "--", "true"}, 2},
+	} {
+		t.Run("lite refuses "+c.why+" in one line", func(t *testing.T) {
+			is := is.New(t)
+			r := runLite(t, db, "", c.args...)
+			is.Equal(r.code, c.code)
+			is.Equal(strings.Count(r.stderr, "\n"), 1)
+			is.True(!strings.Contains(r.stderr, "s3cret")) // a URL's password is never printed
+		})
+	}
+}
