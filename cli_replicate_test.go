@@ -32,6 +32,16 @@ func kill(t *testing.T, w *exec.Cmd) {
 	w.Wait()
 }
 
+// enqueueN enqueues n jobs on db in one run, their payloads "0" to n-1.
+func enqueueN(t *testing.T, db string, n int) {
+	t.Helper()
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, "{\"payload\":\"%d\"}\n", i)
+	}
+	mustLite(t, db, lines.String(), "enqueue", "--file", "-")
+}
+
 func countDone(t *testing.T, db string) int { return len(listJobs(t, db, "--state", "done")) }
 
 // lastCommit is the latest time the file at db records: a lease, a
@@ -65,11 +75,7 @@ func TestABoxThatDiesComesBackFromItsReplica(t *testing.T) {
 	replica := "file://" + t.TempDir()
 	leaseLog := filepath.Join(t.TempDir(), "leases")
 	const n = 300
-	var lines strings.Builder
-	for i := range n {
-		fmt.Fprintf(&lines, "{\"payload\":\"%d\"}\n", i)
-	}
-	mustLite(t, db, lines.String(), "enqueue", "--file", "-")
+	enqueueN(t, db, n)
 
 	workers := []*exec.Cmd{replicatedWorker(t, db, replica, leaseLog), replicatedWorker(t, db, replica, leaseLog)}
 	for _, at := range []int{n / 10, n / 5} {

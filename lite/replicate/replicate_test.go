@@ -62,13 +62,7 @@ func replicateAndLose(t *testing.T, url string) (string, lite.Lease, int64) {
 
 func TestAReplicaRestoresFenced(t *testing.T) {
 	t.Run("a file lost with its WAL comes back from a replica directory with every job, its running job available, and ids and generations above the lost ones", func(t *testing.T) {
-		is := is.New(t)
-		url := "file://" + t.TempDir()
-		path, lease, high := replicateAndLose(t, url)
-		rep, err := replicate.Restore(t.Context(), url, path, replicate.RestoreOptions{})
-		is.NoErr(err)
-		is.Equal(rep.Requeued, int64(1))
-		checkFenced(t, path, lease, high)
+		restoresFenced(t, "file://"+t.TempDir())
 	})
 	t.Run("a restore to a time before the first commit finds nothing", func(t *testing.T) {
 		is := is.New(t)
@@ -81,12 +75,17 @@ func TestAReplicaRestoresFenced(t *testing.T) {
 	})
 }
 
-// checkFenced checks the restored file at path: the lost lease is lost,
-// and the next lease and id are above the lost file's.
-func checkFenced(t *testing.T, path string, lost lite.Lease, high int64) {
+// restoresFenced replicates a file to url and loses it, restores it from
+// url, and checks the restored file: the lost lease is lost, and the next
+// lease and id are above the lost file's.
+func restoresFenced(t *testing.T, url string) {
 	t.Helper()
 	is := is.New(t)
 	ctx := t.Context()
+	path, lost, high := replicateAndLose(t, url)
+	rep, err := replicate.Restore(ctx, url, path, replicate.RestoreOptions{})
+	is.NoErr(err)
+	is.Equal(rep.Requeued, int64(1))
 	q := open(t, path)
 	defer q.Close()
 	is.True(errors.Is(q.AckDone(ctx, lost, nil), lite.ErrLeaseLost))

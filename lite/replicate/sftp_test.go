@@ -110,14 +110,8 @@ func freePort(t *testing.T) int {
 
 func TestAReplicaOverSFTPRestoresFenced(t *testing.T) {
 	t.Run("a file lost with its WAL comes back from an SFTP server on loopback, fenced", func(t *testing.T) {
-		is := is.New(t)
 		srv := startSFTP(t)
-		url := srv.url(t, srv.keys)
-		path, lease, high := replicateAndLose(t, url)
-		rep, err := replicate.Restore(t.Context(), url, path, replicate.RestoreOptions{})
-		is.NoErr(err)
-		is.Equal(rep.Requeued, int64(1))
-		checkFenced(t, path, lease, high)
+		restoresFenced(t, srv.url(t, srv.keys))
 	})
 	t.Run("a server whose host key is not the one given gets nothing", func(t *testing.T) {
 		is := is.New(t)
