@@ -3,9 +3,11 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 	"github.com/liteq/lite/lite/replicate"
 )
@@ -13,14 +15,20 @@ import (
 // replicateFlags ship the file off the box while lite work (or lite
 // serve with a command) runs.
 type replicateFlags struct {
-	Replicate      string        `placeholder:"URL" help:"Replicate the file as it changes (Litestream) to URL: file:///path (a directory, such as a NAS mount) or sftp://user@host:port/path?key=KEY_FILE&host-key=HOST_KEY_FILE. One process replicates a file at a time; the others stand by and take over. Give it to every process on the file: Litestream then owns its checkpoints."`
-	ReplicateEvery time.Duration `default:"1s" help:"With --replicate, how often new commits are shipped: about what losing the box loses."`
+	Replicate      replicaURL `placeholder:"URL" help:"Replicate the file as it changes (Litestream) to URL: file:///path (a directory, such as a NAS mount) or sftp://user@host:port/path?key=KEY_FILE&host-key=HOST_KEY_FILE. One process replicates a file at a time; the others stand by and take over. Give it to every process on the file: Litestream then owns its checkpoints."`
+	ReplicateEvery interval   `default:"1s" help:"With --replicate, how often new commits are shipped: about what losing the box loses."`
 }
 
-// options are the queue's options for the chosen command: with
-// --replicate, Litestream owns the checkpoints.
-func (r *root) options() lite.Options {
-	return lite.Options{ExternalCheckpoints: r.Work.Replicate != "" || r.Serve.Replicate != ""}
+// replicates reports whether the command replicates the file: then
+// Litestream owns its checkpoints.
+func (r *root) replicates(command string) bool {
+	switch command {
+	case "work":
+		return r.Work.Replicate != ""
+	case "serve":
+		return r.Serve.Replicate != ""
+	}
+	return false
 }
 
 // run runs the worker, replicating the file while it runs if asked; the
@@ -29,10 +37,7 @@ func (c *replicateFlags) run(ctx context.Context, g *globals, log *slog.Logger, 
 	if c.Replicate == "" {
 		return w.Run(ctx)
 	}
-	if c.ReplicateEvery <= 0 {
-		return usagef("--replicate-every must be more than 0s, not %s", c.ReplicateEvery)
-	}
-	r, err := replicate.Start(g.DB, c.Replicate, replicate.Options{SyncInterval: c.ReplicateEvery, Logger: slog.New(atLeast{log.Handler(), slog.LevelWarn})})
+	r, err := replicate.Start(g.DB, string(c.Replicate), replicate.Options{SyncInterval: time.Duration(c.ReplicateEvery), Logger: slog.New(atLeast{log.Handler(), slog.LevelWarn})})
 	if err != nil {
 		return err
 	}
@@ -40,14 +45,49 @@ func (c *replicateFlags) run(ctx context.Context, g *globals, log *slog.Logger, 
 	return errors.Join(err, r.Close())
 }
 
+// replicaURL is a replica URL, refused as the command line is read if
+// lite cannot replicate to it.
+type replicaURL string
+
+func (u *replicaURL) Decode(ctx *kong.DecodeContext) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("url", &s); err != nil {
+		return err
+	}
+	if err := replicate.CheckURL(s); err != nil {
+		return err
+	}
+	*u = replicaURL(s)
+	return nil
+}
+
+// interval is a duration over zero.
+type interval time.Duration
+
+func (d *interval) Decode(ctx *kong.DecodeContext) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("duration", &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v <= 0 {
+		return fmt.Errorf("must be more than 0s, not %s", v)
+	}
+	*d = interval(v)
+	return nil
+}
+
 // replicaFlags restore from a replica that --replicate ships.
 type replicaFlags struct {
-	From      string    `placeholder:"URL" help:"Restore the replica lite work --replicate URL ships, its latest state (or that of --timestamp), to --db."`
-	Timestamp time.Time `placeholder:"TIME" help:"With --from, restore the replica as it was at TIME (RFC 3339: 2026-12-01T22:30:00Z)."`
+	From      replicaURL `placeholder:"URL" help:"Restore the replica lite work --replicate URL ships, its latest state (or that of --timestamp), to --db."`
+	Timestamp time.Time  `placeholder:"TIME" help:"With --from, restore the replica as it was at TIME (RFC 3339: 2026-12-01T22:30:00Z)."`
 }
 
 func (c *replicaFlags) fromReplica(ctx context.Context, db string, opts lite.RestoreOptions) (lite.FenceReport, error) {
-	return replicate.Restore(ctx, c.From, db, replicate.RestoreOptions{Timestamp: c.Timestamp, Restore: opts})
+	return replicate.Restore(ctx, string(c.From), db, replicate.RestoreOptions{Timestamp: c.Timestamp, Restore: opts})
 }
 
 // atLeast passes on only records at min or above: Litestream's info

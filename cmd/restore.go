@@ -46,7 +46,7 @@ func (c *restoreCmd) Run(ctx context.Context, env Env, g *globals) error {
 	}
 	what := "fenced " + safe(lite.Redact(g.DB))
 	if c.From != "" {
-		what = fmt.Sprintf("restored %s to %s", safe(replicate.Redact(c.From)), safe(g.DB))
+		what = fmt.Sprintf("restored %s to %s", safe(replicate.Redact(string(c.From))), safe(g.DB))
 	} else if !c.InPlace {
 		what = fmt.Sprintf("restored %s to %s", safe(c.Src), safe(g.DB))
 	}

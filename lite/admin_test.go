@@ -353,6 +353,26 @@ func TestListNewestFirstPagesDown(t *testing.T) {
 	})
 }
 
+func TestListingRunningJobsShowsThemAlone(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		ctx := t.Context()
+		mustEnqueue(t, q, lite.NewJob{Queue: "mail"}) // done below
+		running := mustEnqueue(t, q, lite.NewJob{Queue: "mail"})
+		mustEnqueue(t, q, lite.NewJob{Queue: "mail"})
+		mustEnqueue(t, q, lite.NewJob{Queue: "img"})
+		is.NoErr(q.AckDone(ctx, mustLeaseOne(t, q, "mail").Lease(), nil))
+		is.Equal(mustLeaseOne(t, q, "mail").ID, running)
+		for _, newest := range []bool{false, true} {
+			jobs, err := q.List(ctx, lite.ListFilter{State: lite.StateRunning, Newest: newest})
+			is.NoErr(err)
+			is.Equal(len(jobs), 1) // neither the done job nor the available ones
+			is.Equal(jobs[0].ID, running)
+		}
+	})
+}
+
 func TestListCanOmitPayloadsAndResults(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
@@ -373,5 +393,33 @@ func TestListCanOmitPayloadsAndResults(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(string(jobs[0].Payload), `{"big":"payload"}`)
 		is.Equal(string(jobs[0].Result), "a result")
+	})
+}
+
+func TestPurgeDeletesInBoundedBatchesThatLetOtherWritersCommit(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, dsn := e.mustOpen(t, clock)
+		finishMany(t, q, 401, 10)
+		clock.Advance(time.Second)
+		// Another process, which waits for the write lock no more than a
+		// millisecond: it commits between batches, or fails.
+		other := mustOpenOpts(t, dsn, lite.Options{BusyTimeout: time.Millisecond})
+		batches := 0
+		lite.SetAfterBatch(q, func() {
+			batches++
+			_, err := other.Enqueue(t.Context(), lite.NewJob{Queue: "other"})
+			is.NoErr(err) // the write lock is free between batches
+		})
+		n, err := q.Purge(t.Context(), clock.Now(), lite.StateDone)
+		is.NoErr(err)
+		is.Equal(n, int64(401))
+		is.Equal(batches, 3) // 200, 200 and 1: no transaction deletes more than 200
+		st, err := q.Stats(t.Context())
+		is.NoErr(err)
+		is.Equal(len(st), 1) // only the other process's jobs are left
+		is.Equal(st[0].Queue, "other")
+		is.Equal(st[0].Counts[lite.StateAvailable], int64(3))
 	})
 }

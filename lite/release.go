@@ -3,6 +3,7 @@ package lite
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -10,7 +11,24 @@ import (
 // and refunds the attempt: the job did not fail, its worker let go of it.
 // run_at stays: the job was due, and keeps its place in line.
 const releaseSet = `state = 'available', generation = generation + 1, attempts = attempts - 1,
-    lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null`
+    ` + clearedLease
+
+// clearedLease clears the lease fields: a job available again shows no
+// lease (its errors log keeps each lost or failed run's attempt and
+// generation).
+const clearedLease = `lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null`
+
+// leaseKeptIf keeps the lease fields where cond holds and clears them
+// where it does not: a failed attempt that buries the job keeps its run's
+// as the record a done job keeps, one that retries it clears them.
+func leaseKeptIf(cond string) string {
+	fields := []string{"lease_token", "locked_by", "leased_at", "heartbeat_at", "stale_after_ms"}
+	set := make([]string, len(fields))
+	for i, f := range fields {
+		set[i] = f + " = case when " + cond + " then " + f + " end"
+	}
+	return strings.Join(set, ",\n    ")
+}
 
 var releaseSQL = stmt{
 	sqlite: `update lite_jobs set ` + releaseSet + `
@@ -60,7 +78,7 @@ func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
 	if insideAckWrites(ctx) {
 		return 0, fmt.Errorf("release job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, q.sql(releaseUnownedSQL), q.nowMillis(), releasedText, id).Scan(&gen)
+	err := q.writeRowNow(ctx, q.sql(releaseUnownedSQL), &gen, releasedText, id)
 	if err != nil {
 		return 0, fmt.Errorf("release job %d: %w", id, q.explain(ctx, id, err, StateRunning))
 	}
@@ -89,9 +107,13 @@ func (q *Queue) snooze(ctx context.Context, l Lease, d time.Duration) (time.Time
 	if d < 0 {
 		return time.Time{}, fmt.Errorf("snooze job %d: negative delay %s", l.JobID, d)
 	}
-	runAt := q.opts.Now().Add(d).UnixMilli()
-	res, err := q.writer().ExecContext(ctx, q.sql(snoozeSQL), runAt, l.JobID, l.Generation)
-	if err := checkOwned(res, err, l); err != nil {
+	var runAt int64
+	err := q.write(ctx, q.sql(snoozeSQL), func(c conn) error {
+		runAt = q.opts.Now().Add(d).UnixMilli()
+		res, err := c.ExecContext(ctx, q.sql(snoozeSQL), runAt, l.JobID, l.Generation)
+		return checkOwned(res, err, l)
+	})
+	if err != nil {
 		return time.Time{}, fmt.Errorf("snooze: %w", q.explainLoss(ctx, classify(err), l))
 	}
 	q.notify()

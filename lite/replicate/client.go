@@ -57,6 +57,13 @@ func sftpClient(u *url.URL) (litestream.ReplicaClient, error) {
 	return c, nil
 }
 
+// CheckURL returns the error Start and Restore would return for a replica
+// URL lite cannot replicate to, without connecting.
+func CheckURL(raw string) error {
+	_, err := newClient(raw)
+	return err
+}
+
 // Redact is a replica URL without its password, for messages.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
