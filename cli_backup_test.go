@@ -85,11 +85,7 @@ func TestABackupTakenWhileWorkersRunIsWhole(t *testing.T) {
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "q.db")
 	const n = 400
-	var lines strings.Builder
-	for i := range n {
-		fmt.Fprintf(&lines, "{\"payload\":\"%d\"}\n", i)
-	}
-	mustLite(t, db, lines.String(), "enqueue", "--file", "-")
+	enqueueN(t, db, n)
 	for range 2 {
 		startWorker(t, db, nil, "-c", "4", "--", "true")
 	}

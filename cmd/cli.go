@@ -201,7 +201,7 @@ func (cli *root) queueOptions(command string) lite.Options {
 	case "serve":
 		maxResult = cli.Serve.maxResult
 	}
-	return lite.Options{MaxPayloadBytes: max(maxResult, lite.DefaultMaxPayloadBytes)}
+	return lite.Options{MaxPayloadBytes: max(maxResult, lite.DefaultMaxPayloadBytes), ExternalCheckpoints: cli.replicates(command)}
 }
 
 // Run parses args and runs the chosen command. The queue opens only when a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/replicate"
 )
 
 // restoreCmd puts a backup at --db, or fences --db where it lies, so that
@@ -14,12 +15,18 @@ type restoreCmd struct {
 	Src     string `arg:"" optional:"" name:"src" type:"path" help:"A copy lite backup made, to put at --db."`
 	InPlace bool   `name:"in-place" help:"Fence --db as it is, after a restore made by other means (a file copied back, a PostgreSQL point-in-time recovery), before any worker starts."`
 	Force   bool   `help:"Replace --db though workers are announced live on it (lite workers); a file another process has open is refused all the same."`
+	replicaFlags
 }
 
 // Run restores and prints the floor and the jobs made available again
 // (--json: {"floor": n, "requeued": n}).
 func (c *restoreCmd) Run(ctx context.Context, env Env, g *globals) error {
 	switch {
+	case c.From != "" && (c.Src != "" || c.InPlace):
+		return usagef("give SRC, --from or --in-place, one of them")
+	case !c.Timestamp.IsZero() && c.From == "":
+		return usagef("--timestamp is for --from: a replica's state at that time")
+	case c.From != "":
 	case c.InPlace && c.Src != "":
 		return usagef("give SRC or --in-place, not both")
 	case !c.InPlace && c.Src == "":
@@ -38,7 +45,9 @@ func (c *restoreCmd) Run(ctx context.Context, env Env, g *globals) error {
 		}{rep.Floor, rep.Requeued})
 	}
 	what := "fenced " + safe(lite.Redact(g.DB))
-	if !c.InPlace {
+	if c.From != "" {
+		what = fmt.Sprintf("restored %s to %s", safe(replicate.Redact(string(c.From))), safe(g.DB))
+	} else if !c.InPlace {
 		what = fmt.Sprintf("restored %s to %s", safe(c.Src), safe(g.DB))
 	}
 	_, err = fmt.Fprintf(env.Stdout, "%s: %d running jobs available again; every id and generation from now on is above %d\n", what, rep.Requeued, rep.Floor)
@@ -48,6 +57,9 @@ func (c *restoreCmd) Run(ctx context.Context, env Env, g *globals) error {
 func (c *restoreCmd) restore(ctx context.Context, db string) (lite.FenceReport, error) {
 	if err := checkDB(db, !c.InPlace); err != nil {
 		return lite.FenceReport{}, err
+	}
+	if c.From != "" {
+		return c.fromReplica(ctx, db, lite.RestoreOptions{Force: c.Force})
 	}
 	if !c.InPlace {
 		return lite.Restore(ctx, c.Src, db, lite.RestoreOptions{Force: c.Force})

@@ -48,6 +48,9 @@ func (c *serveCmd) Validate(kctx *kong.Context) error {
 		return fmt.Errorf("--addr %s is not a loopback address: its --token must be at least %d characters, not %d (e.g. openssl rand -hex 16)", c.Addr, minToken, len(c.Token))
 	}
 	if len(argv(c.Command)) == 0 {
+		if c.Replicate != "" {
+			return errors.New("--replicate runs with the workers: give their command after --, as in: lite serve --replicate URL -- ./handler.sh")
+		}
 		return nil
 	}
 	if !slices.Contains(kctx.Args, "--") {

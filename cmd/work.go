@@ -61,6 +61,7 @@ type workerFlags struct {
 	Poll        time.Duration `default:"5ms" help:"How often to look for jobs enqueued by other processes."`
 	Grace       time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL. A second request to stop (another signal, or the same one a second or more after the first) kills them at once."`
 	MaxResult   string        `default:"1MiB" placeholder:"SIZE" help:"The most of a command's stdout kept as its job's result (B, KiB, MiB; default 1MiB, at most 64MiB). More is cut to this size, marked with the real size; the job is still done."`
+	replicateFlags
 
 	queues    map[string]lite.QueueConfig // --queue, parsed by validate
 	maxResult int                         // --max-result, parsed by validate
@@ -212,7 +213,7 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Que
 	defer stopLog()
 	now := stopNow(ctx)
 	w.Handle(lite.AnyKind, c.handler(argv, log, ctx.Done(), now))
-	if err := w.Run(ctx); err != nil {
+	if err := c.run(ctx, g, log, w); err != nil {
 		return err
 	}
 	select {

@@ -334,3 +334,19 @@ func TestOpenLeavesNothingBehindOnFailure(t *testing.T) {
 		is.NoErr(err)
 	})
 }
+
+func TestExternalCheckpointsLeaveCheckpointsToTheirOwner(t *testing.T) {
+	for _, external := range []bool{false, true} {
+		t.Run(fmt.Sprintf("with ExternalCheckpoints %v every connection's autocheckpoint is as asked", external), func(t *testing.T) {
+			is := is.New(t)
+			q := mustOpenOpts(t, filepath.Join(t.TempDir(), "q.db"), lite.Options{ExternalCheckpoints: external})
+			var pages int
+			is.NoErr(q.DB().QueryRowContext(t.Context(), "pragma wal_autocheckpoint").Scan(&pages))
+			if external {
+				is.Equal(pages, 0) // Litestream checkpoints, lite never does
+			} else {
+				is.Equal(pages, 1000) // SQLite's default
+			}
+		})
+	}
+}

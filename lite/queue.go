@@ -61,6 +61,12 @@ type Options struct {
 	// old snapshot the WAL cannot reset and grows; lite's own reads never
 	// stay open across calls. Default 64 MiB.
 	WALSizeLimit int64
+	// ExternalCheckpoints leaves checkpoints to another component that
+	// owns them, as Litestream must (lite/replicate): lite's connections
+	// never checkpoint on commit (wal_autocheckpoint = 0), so none resets
+	// the WAL between two of its reads and costs the replica a snapshot.
+	// The owner must checkpoint, or the WAL grows without bound.
+	ExternalCheckpoints bool
 	// Backoff is the delay before retrying a job whose attempt number
 	// attempt (from 1) failed. Default: 1s doubling per attempt up to one
 	// hour, with the upper half jittered.
@@ -434,6 +440,9 @@ func dsn(path string, o Options, readOnly bool) string {
 	v.Set("_foreign_keys", "1")
 	v.Set("_synchronous", o.Synchronous.pragma())
 	v.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", o.WALSizeLimit))
+	if o.ExternalCheckpoints {
+		v.Add("_pragma", "wal_autocheckpoint(0)")
+	}
 	if readOnly {
 		v.Set("_query_only", "1")
 	} else {

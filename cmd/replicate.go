@@ -1,0 +1,110 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/replicate"
+)
+
+// replicateFlags ship the file off the box while lite work (or lite
+// serve with a command) runs.
+type replicateFlags struct {
+	Replicate      replicaURL `placeholder:"URL" help:"Replicate the file as it changes (Litestream) to URL: file:///path (a directory, such as a NAS mount) or sftp://user@host:port/path?key=KEY_FILE&host-key=HOST_KEY_FILE. One process replicates a file at a time; the others stand by and take over. Give it to every process on the file: Litestream then owns its checkpoints."`
+	ReplicateEvery interval   `default:"1s" help:"With --replicate, how often new commits are shipped: about what losing the box loses."`
+}
+
+// replicates reports whether the command replicates the file: then
+// Litestream owns its checkpoints.
+func (r *root) replicates(command string) bool {
+	switch command {
+	case "work":
+		return r.Work.Replicate != ""
+	case "serve":
+		return r.Serve.Replicate != ""
+	}
+	return false
+}
+
+// run runs the worker, replicating the file while it runs if asked; the
+// last commits are shipped before it returns.
+func (c *replicateFlags) run(ctx context.Context, g *globals, log *slog.Logger, w *lite.Worker) error {
+	if c.Replicate == "" {
+		return w.Run(ctx)
+	}
+	r, err := replicate.Start(g.DB, string(c.Replicate), replicate.Options{SyncInterval: time.Duration(c.ReplicateEvery), Logger: slog.New(atLeast{log.Handler(), slog.LevelWarn})})
+	if err != nil {
+		return err
+	}
+	err = w.Run(ctx)
+	return errors.Join(err, r.Close())
+}
+
+// replicaURL is a replica URL, refused as the command line is read if
+// lite cannot replicate to it.
+type replicaURL string
+
+func (u *replicaURL) Decode(ctx *kong.DecodeContext) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("url", &s); err != nil {
+		return err
+	}
+	if err := replicate.CheckURL(s); err != nil {
+		return err
+	}
+	*u = replicaURL(s)
+	return nil
+}
+
+// interval is a duration over zero.
+type interval time.Duration
+
+func (d *interval) Decode(ctx *kong.DecodeContext) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("duration", &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v <= 0 {
+		return fmt.Errorf("must be more than 0s, not %s", v)
+	}
+	*d = interval(v)
+	return nil
+}
+
+// replicaFlags restore from a replica that --replicate ships.
+type replicaFlags struct {
+	From      replicaURL `placeholder:"URL" help:"Restore the replica lite work --replicate URL ships, its latest state (or that of --timestamp), to --db."`
+	Timestamp time.Time  `placeholder:"TIME" help:"With --from, restore the replica as it was at TIME (RFC 3339: 2026-12-01T22:30:00Z)."`
+}
+
+func (c *replicaFlags) fromReplica(ctx context.Context, db string, opts lite.RestoreOptions) (lite.FenceReport, error) {
+	return replicate.Restore(ctx, string(c.From), db, replicate.RestoreOptions{Timestamp: c.Timestamp, Restore: opts})
+}
+
+// atLeast passes on only records at min or above: Litestream's info
+// lines (each compaction, each snapshot) would drown the worker's.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h atLeast) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(attrs), h.min}
+}
+
+func (h atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{h.Handler.WithGroup(name), h.min}
+}
