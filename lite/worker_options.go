@@ -63,6 +63,10 @@ type WorkerOptions struct {
 	// OnEvent, if set, is called for every event, from the goroutine
 	// where it happened. It must not block.
 	OnEvent func(Event)
+	// Middleware wraps every handler, the first outermost; KindMiddleware
+	// wraps the handler of one kind, inside Middleware. See Middleware.
+	Middleware     []Middleware
+	KindMiddleware map[string][]Middleware
 }
 
 // QueueConfig configures one queue of a Worker.
