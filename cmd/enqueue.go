@@ -18,28 +18,32 @@ import (
 
 // EnqueueCmd adds one job, or many from a JSON Lines file.
 type EnqueueCmd struct {
-	Queue       string        `short:"q" default:"default" help:"Queue to add to."`
-	Kind        string        `short:"k" default:"default" help:"Kind of job."`
-	Priority    int           `short:"p" help:"Higher runs first."`
-	Delay       time.Duration `help:"Run no sooner than this from now (e.g. 90s, 5m)."`
-	At          time.Time     `help:"Run no sooner than this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
-	MaxAttempts int           `help:"Attempts before the job is dead (default 10)."`
-	UniqueKey   string        `help:"At most one unfinished job with this key in the queue."`
-	File        string        `type:"path" help:"Enqueue every line of this JSON Lines file; - reads standard input."`
-	Payload     string        `arg:"" optional:"" help:"The payload; - reads it from standard input."`
+	Queue       string            `short:"q" default:"default" help:"Queue to add to."`
+	Kind        string            `short:"k" default:"default" help:"Kind of job."`
+	Priority    int               `short:"p" help:"Higher runs first."`
+	Delay       time.Duration     `help:"Run no sooner than this from now (e.g. 90s, 5m)."`
+	At          time.Time         `help:"Run no sooner than this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
+	MaxAttempts int               `help:"Attempts before the job is dead (default 10)."`
+	UniqueKey   string            `help:"At most one unfinished job with this key in the queue."`
+	Tag         []string          `help:"Tag the job (repeat, or a,b); lite ls --tag finds it."`
+	Meta        map[string]string `mapsep:"none" placeholder:"KEY=VALUE" help:"Metadata the job carries (repeat for more keys)."`
+	File        string            `type:"path" help:"Enqueue every line of this JSON Lines file; - reads standard input."`
+	Payload     string            `arg:"" optional:"" help:"The payload; - reads it from standard input."`
 }
 
 // jsonLine is one line of an enqueue file. A string payload is stored as
 // its text, any other JSON value as its JSON.
 type jsonLine struct {
-	Queue       string          `json:"queue"`
-	Kind        string          `json:"kind"`
-	Payload     json.RawMessage `json:"payload"`
-	Priority    int             `json:"priority"`
-	Delay       string          `json:"delay"`
-	RunAt       time.Time       `json:"run_at"`
-	MaxAttempts int             `json:"max_attempts"`
-	UniqueKey   string          `json:"unique_key"`
+	Queue       string            `json:"queue"`
+	Kind        string            `json:"kind"`
+	Payload     json.RawMessage   `json:"payload"`
+	Priority    int               `json:"priority"`
+	Delay       string            `json:"delay"`
+	RunAt       time.Time         `json:"run_at"`
+	MaxAttempts int               `json:"max_attempts"`
+	UniqueKey   string            `json:"unique_key"`
+	Tags        []string          `json:"tags"`
+	Meta        map[string]string `json:"meta"`
 }
 
 // Run enqueues and prints the new job's id (--json: the job), or with
@@ -77,7 +81,7 @@ func (c *EnqueueCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue
 		}
 	}
 	id, err := q.Enqueue(ctx, lite.NewJob{Queue: c.Queue, Kind: c.Kind, Payload: payload, Priority: c.Priority,
-		RunAt: c.At, Delay: c.Delay, MaxAttempts: c.MaxAttempts, UniqueKey: c.UniqueKey})
+		RunAt: c.At, Delay: c.Delay, MaxAttempts: c.MaxAttempts, UniqueKey: c.UniqueKey, Tags: c.Tag, Meta: c.Meta})
 	if errors.Is(err, lite.ErrDuplicate) {
 		return fmt.Errorf("enqueue: unique key %q is held by job %d", c.UniqueKey, id)
 	}
@@ -243,7 +247,7 @@ func (c *EnqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
 		return lite.NewJob{}, err
 	}
 	j := lite.NewJob{Queue: l.Queue, Kind: l.Kind, Priority: l.Priority, RunAt: l.RunAt,
-		MaxAttempts: l.MaxAttempts, UniqueKey: l.UniqueKey}
+		MaxAttempts: l.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta}
 	if j.Queue == "" {
 		j.Queue = c.Queue
 	}
@@ -252,6 +256,12 @@ func (c *EnqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
 	}
 	if j.MaxAttempts == 0 {
 		j.MaxAttempts = c.MaxAttempts
+	}
+	if j.Tags == nil {
+		j.Tags = c.Tag
+	}
+	if j.Meta == nil {
+		j.Meta = c.Meta
 	}
 	if l.Delay != "" {
 		d, err := time.ParseDuration(l.Delay)

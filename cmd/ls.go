@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/liteq/lite/lite"
@@ -13,6 +14,7 @@ type LsCmd struct {
 	State lite.State `short:"s" enum:",available,running,done,dead,cancelled" default:"" help:"Only jobs in this state."`
 	Queue string     `short:"q" help:"Only jobs in this queue."`
 	Kind  string     `short:"k" help:"Only jobs of this kind."`
+	Tag   []string   `help:"Only jobs carrying this tag (repeat, or a,b: every one)."`
 	After int64      `help:"Only jobs with a larger id (for paging)."`
 	Limit int        `short:"n" default:"50" help:"At most this many jobs."`
 }
@@ -22,7 +24,7 @@ func (c *LsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) err
 	if c.Limit < 1 {
 		return usagef("ls: --limit must be at least 1")
 	}
-	jobs, err := q.List(ctx, lite.ListFilter{State: c.State, Queue: c.Queue, Kind: c.Kind, AfterID: c.After, Limit: c.Limit})
+	jobs, err := q.List(ctx, lite.ListFilter{State: c.State, Queue: c.Queue, Kind: c.Kind, Tags: c.Tag, AfterID: c.After, Limit: c.Limit})
 	if err != nil {
 		return err
 	}
@@ -33,10 +35,11 @@ func (c *LsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) err
 		return writeJSON(env.Stdout, jobs)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY")
+	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY\tTAGS")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\n",
-			j.ID, safe(string(j.State)), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation, safe(j.LockedBy))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\t%s\n",
+			j.ID, safe(string(j.State)), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation,
+			safe(j.LockedBy), safe(strings.Join(j.Tags, ",")))
 	}
 	return tw.Flush()
 }

@@ -37,11 +37,19 @@ func tagProblem(tag string) string {
 	return nameProblem(tag)
 }
 
+// CheckTag says why tag cannot be a job's tag, or nil when it can.
+func CheckTag(tag string) error {
+	if problem := tagProblem(tag); problem != "" {
+		return fmt.Errorf("tag %q %s", tag, problem)
+	}
+	return nil
+}
+
 // checkTags validates tags and returns them sorted without duplicates.
 func checkTags(tags []string) ([]string, error) {
 	for _, t := range tags {
-		if problem := tagProblem(t); problem != "" {
-			return nil, fmt.Errorf("tag %q %s", t, problem)
+		if err := CheckTag(t); err != nil {
+			return nil, err
 		}
 	}
 	tags = slices.Compact(slices.Sorted(slices.Values(tags)))
