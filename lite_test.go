@@ -98,7 +98,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building lite:", err)
 		os.Exit(1)
 	}
-	code := litetest.RunMain(m) // one line when PostgreSQL is skipped
+	code := litetest.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -496,14 +496,9 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 }
 
 func TestBenchOnPostgresPrintsEveryFigure(t *testing.T) {
-	if postgresURL == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but LITE_TEST_POSTGRES is not set: .ci/run starts the server and sets it")
-		}
-		t.Skip("LITE_TEST_POSTGRES is not set: the PostgreSQL bench was skipped")
-	}
+	pg := onPostgres(t)
 	is := is.New(t)
-	db := schemaURL(t, postgresURL)
+	db := pg.db(t)
 	u, err := url.Parse(db)
 	is.NoErr(err)
 	password, ok := u.User.Password()
@@ -581,5 +576,5 @@ func TestBenchOnPostgresPrintsEveryFigure(t *testing.T) {
 	is.NoErr(admin.QueryRowContext(t.Context(), `select count(*) from pg_namespace where starts_with(nspname, $1)`,
 		prefix).Scan(&left))
 	is.Equal(left, 0)
-	is.True(postgresCLI.untouched(t, db))
+	is.True(pg.untouched(t, db))
 }

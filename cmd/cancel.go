@@ -7,14 +7,14 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// CancelCmd cancels a job.
-type CancelCmd struct {
+// cancelCmd cancels a job.
+type cancelCmd struct {
 	ID int64 `arg:"" help:"The available or running job's id."`
 }
 
 // Run cancels the job: an available one never runs; a running one's lease
 // is voided, so its worker stops it and its ack is skipped.
-func (c *CancelCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *cancelCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	if err := q.Cancel(ctx, c.ID); err != nil {
 		return jobError("cancel", c.ID, err)
 	}

@@ -1,5 +1,8 @@
 // Package cmd holds the lite command line: one file per command, each a
-// kong command whose Run receives what it needs.
+// kong command whose Run receives what it needs. What the commands run
+// lives in subpackages: cmd/bench, cmd/demo, and cmd/proc (the process
+// tree of a job's command). main needs Run, Env, ExitCode and WithStopNow;
+// nothing else is exported.
 package cmd
 
 import (
@@ -28,52 +31,55 @@ type Env struct {
 	Schema         string
 }
 
-// Globals are the flags every command shares.
-type Globals struct {
+// globals are the flags every command shares.
+type globals struct {
 	DB       string           `name:"db" env:"LITE_DB" default:"lite.db" type:"db" help:"The queue's SQLite file, or a PostgreSQL URL (postgres://user:password@host/database)."`
 	JSON     bool             `name:"json" help:"Print data as JSON."`
 	LogLevel slog.Level       `name:"log-level" default:"info" help:"Worker log level: debug, info, warn, error."`
 	Version  kong.VersionFlag `help:"Print the version and exit."`
 }
 
-// CLI is the root of the command line.
-type CLI struct {
-	Globals
+// root is the root of the command line.
+type root struct {
+	globals
 
-	Enqueue   EnqueueCmd   `cmd:"" help:"Add a job; print its id."`
-	Work      WorkCmd      `cmd:"" help:"Run COMMAND once per job: lite work [flags] -- COMMAND [ARGS...]."`
-	Ls        LsCmd        `cmd:"" help:"List jobs."`
-	Show      ShowCmd      `cmd:"" help:"Show every field of one job."`
-	Stats     StatsCmd     `cmd:"" help:"Count jobs per queue and state."`
-	Workers   WorkersCmd   `cmd:"" help:"List running workers, and ready jobs that none of them takes."`
-	Release   ReleaseCmd   `cmd:"" help:"Make a running job available again now, voiding its lease."`
-	Reclaim   ReclaimCmd   `cmd:"" help:"Take back running jobs whose heartbeat lapsed."`
-	Retry     RetryCmd     `cmd:"" help:"Make a dead or cancelled job available again."`
-	Cancel    CancelCmd    `cmd:"" help:"Cancel an available or running job."`
-	Purge     PurgeCmd     `cmd:"" help:"Delete finished jobs older than a duration."`
-	Pause     PauseCmd     `cmd:"" help:"Stop a queue's jobs from starting, in every process; running ones finish."`
-	Resume    ResumeCmd    `cmd:"" help:"Let a paused queue's jobs start again."`
-	Limit     LimitCmd     `cmd:"" help:"Cap a queue's running jobs and starts per period across every process."`
-	Retention RetentionCmd `cmd:"" help:"Show or set how long finished jobs are kept: lite retention --done 24h --dead 7d --cancelled forever."`
-	Vacuum    VacuumCmd    `cmd:"" help:"Compact the file (SQLite: and switch it to incremental auto-vacuum; it rewrites the file, holding the write lock throughout)."`
-	Serve     ServeCmd     `cmd:"" help:"Serve the dashboard, the JSON API and metrics over HTTP; with -- COMMAND, run workers too."`
-	Demo      DemoCmd      `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
-	Schema    SchemaCmd    `cmd:"" help:"Print the SQL schema of a lite database."`
-	Bench     BenchCmd     `cmd:"" help:"Measure lite against the raw limits of SQLite on this machine, or of the PostgreSQL server --db names."`
+	Enqueue   enqueueCmd   `cmd:"" help:"Add a job; print its id."`
+	Work      workCmd      `cmd:"" help:"Run COMMAND once per job: lite work [flags] -- COMMAND [ARGS...]."`
+	Ls        lsCmd        `cmd:"" help:"List jobs."`
+	Show      showCmd      `cmd:"" help:"Show every field of one job."`
+	Stats     statsCmd     `cmd:"" help:"Count jobs per queue and state."`
+	Workers   workersCmd   `cmd:"" help:"List running workers, and ready jobs that none of them takes."`
+	Release   releaseCmd   `cmd:"" help:"Make a running job available again now, voiding its lease."`
+	Reclaim   reclaimCmd   `cmd:"" help:"Take back running jobs whose heartbeat lapsed."`
+	Retry     retryCmd     `cmd:"" help:"Make a dead or cancelled job available again."`
+	Cancel    cancelCmd    `cmd:"" help:"Cancel an available or running job."`
+	Purge     purgeCmd     `cmd:"" help:"Delete finished jobs older than a duration."`
+	Pause     pauseCmd     `cmd:"" help:"Stop a queue's jobs from starting, in every process; running ones finish."`
+	Resume    resumeCmd    `cmd:"" help:"Let a paused queue's jobs start again."`
+	Limit     limitCmd     `cmd:"" help:"Cap a queue's running jobs and starts per period across every process."`
+	Retention retentionCmd `cmd:"" help:"Show or set how long finished jobs are kept: lite retention --done 24h --dead 7d --cancelled forever."`
+	Vacuum    vacuumCmd    `cmd:"" help:"Compact the file (SQLite: and switch it to incremental auto-vacuum; it rewrites the file, holding the write lock throughout)."`
+	Backup    backupCmd    `cmd:"" help:"Write a consistent copy of the file to DEST while workers run (PostgreSQL: use pg_dump)."`
+	Restore   restoreCmd   `cmd:"" help:"Put a backup at --db, fenced so that no lease or id is handed out twice; --in-place fences a restore made by other means."`
+	Serve     serveCmd     `cmd:"" help:"Serve the dashboard, the JSON API and metrics over HTTP; with -- COMMAND, run workers too."`
+	Demo      demoCmd      `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
+	Schema    schemaCmd    `cmd:"" help:"Print the SQL schema of a lite database."`
+	Bench     benchCmd     `cmd:"" help:"Measure lite against the raw limits of SQLite on this machine, or of the PostgreSQL server --db names."`
 
-	Schedule ScheduleCmd `cmd:"" help:"Add, list, remove, pause and resume periodic jobs."`
+	Schedule scheduleCmd `cmd:"" help:"Add, list, remove, pause and resume periodic jobs."`
 
-	BenchChild BenchChildCmd `cmd:"" name:"bench-child" hidden:""`
-	DemoJob    DemoJobCmd    `cmd:"" name:"demo-job" hidden:""`
+	// What lite runs of itself, never the user (hidden.go).
+	BenchChild benchChildCmd `cmd:"" name:"bench-child" hidden:""`
+	DemoJob    demoJobCmd    `cmd:"" name:"demo-job" hidden:""`
 }
 
-// UsageError is an error in how lite was called: exit code 2.
-type UsageError struct{ Err error }
+// usageError is an error in how lite was called: exit code 2.
+type usageError struct{ Err error }
 
-func (e UsageError) Error() string { return e.Err.Error() }
-func (e UsageError) Unwrap() error { return e.Err }
+func (e usageError) Error() string { return e.Err.Error() }
+func (e usageError) Unwrap() error { return e.Err }
 
-func usagef(format string, args ...any) error { return UsageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 // jobError words a failed command on one job the same way for every
 // command: "retry job 637: job not found". The library's error already
@@ -90,7 +96,7 @@ func jobError(op string, id int64, err error) error {
 // ExitCode is the process exit code for an error Run returned: 2 for a
 // usage error, 1 for any other.
 func ExitCode(err error) int {
-	if errors.As(err, new(UsageError)) {
+	if errors.As(err, new(usageError)) {
 		return 2
 	}
 	return 1
@@ -171,7 +177,7 @@ func commandName(kctx *kong.Context) string {
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.
 func Run(ctx context.Context, args []string, env Env) (err error) {
-	var cli CLI
+	var cli root
 	var queue *lite.Queue
 	var command string
 	parser, err := kong.New(&cli,
@@ -182,7 +188,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		kong.Vars{"version": env.Version},
 		kong.NamedMapper("db", kong.MapperFunc(dbMapper)),
 		kong.BindTo(ctx, (*context.Context)(nil)),
-		kong.Bind(env, &cli.Globals),
+		kong.Bind(env, &cli.globals),
 		kong.BindToProvider(func() (*lite.Queue, error) {
 			if err := checkDB(cli.DB, createsFile[command]); err != nil {
 				return nil, err
@@ -209,13 +215,13 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 				panic(r)
 			}
 			if code != 0 {
-				err = UsageError{errors.New("invalid usage")}
+				err = usageError{errors.New("invalid usage")}
 			}
 		}
 	}()
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		return UsageError{err}
+		return usageError{err}
 	}
 	command = commandName(kctx)
 	err = kctx.Run()

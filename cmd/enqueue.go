@@ -16,8 +16,8 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// EnqueueCmd adds one job, or many from a JSON Lines file.
-type EnqueueCmd struct {
+// enqueueCmd adds one job, or many from a JSON Lines file.
+type enqueueCmd struct {
 	Queue       string            `short:"q" default:"default" help:"Queue to add to."`
 	Kind        string            `short:"k" default:"default" help:"Kind of job."`
 	Priority    int               `short:"p" help:"Higher runs first."`
@@ -51,7 +51,7 @@ type jsonLine struct {
 // Validate refuses an --at of the zero time, which would pass for no --at
 // at all and run the job now; the library refuses every other time before
 // 1970.
-func (c *EnqueueCmd) Validate(kctx *kong.Context) error {
+func (c *enqueueCmd) Validate(kctx *kong.Context) error {
 	given := slices.ContainsFunc(kctx.Args, func(a string) bool { return a == "--at" || strings.HasPrefix(a, "--at=") })
 	if given && c.At.IsZero() {
 		return fmt.Errorf("--at %s is outside 1970-01-01 to 9999-12-31", c.At.Format(time.RFC3339))
@@ -59,7 +59,7 @@ func (c *EnqueueCmd) Validate(kctx *kong.Context) error {
 	return nil
 }
 
-func (c *EnqueueCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	if c.File != "" {
 		if c.Payload != "" {
 			return usagef("enqueue: give a payload or --file, not both")
@@ -186,7 +186,7 @@ func culprit(ctx context.Context, q *lite.Queue, batch []lite.NewJob, batchErr e
 	return -1, nil
 }
 
-func (c *EnqueueCmd) enqueueFile(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	in := env.Stdin
 	if c.File != "-" {
 		f, err := os.Open(c.File)
@@ -239,7 +239,7 @@ func (c *EnqueueCmd) enqueueFile(ctx context.Context, env Env, g *Globals, q *li
 
 // parseLine reads one JSON line; flags give the defaults for what it
 // leaves out.
-func (c *EnqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
+func (c *enqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
 	var l jsonLine
 	dec := json.NewDecoder(strings.NewReader(string(text)))
 	dec.DisallowUnknownFields()

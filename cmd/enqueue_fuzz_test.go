@@ -24,7 +24,7 @@ func FuzzParseLine(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	c := &EnqueueCmd{Queue: "default", Kind: "default"}
+	c := &enqueueCmd{Queue: "default", Kind: "default"}
 	f.Fuzz(func(t *testing.T, line string) {
 		j, err := c.parseLine([]byte(line))
 		if err != nil {

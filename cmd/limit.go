@@ -11,8 +11,8 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// LimitCmd sets a queue's limits across every process sharing the file.
-type LimitCmd struct {
+// limitCmd sets a queue's limits across every process sharing the file.
+type limitCmd struct {
 	Queue      string `arg:"" help:"The queue to limit; it need not have jobs yet."`
 	MaxRunning *int   `name:"max-running" placeholder:"N" help:"At most N of its jobs run at once, across every process; 0 lifts the limit."`
 	Rate       *rate  `name:"rate" placeholder:"M/PERIOD" help:"At most M of its jobs start per PERIOD (50/1s, 100/1m, 10/s); none lifts the limit."`
@@ -58,7 +58,7 @@ func (r *rate) UnmarshalText(b []byte) error {
 
 // Run changes the limits the flags give and keeps the others, then prints
 // the queue's limits.
-func (c *LimitCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *limitCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	if c.MaxRunning == nil && c.Rate == nil {
 		return usagef("limit: give --max-running, --rate or both")
 	}

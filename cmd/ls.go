@@ -9,8 +9,8 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// LsCmd lists jobs.
-type LsCmd struct {
+// lsCmd lists jobs.
+type lsCmd struct {
 	State lite.State `short:"s" enum:",available,running,done,dead,cancelled" default:"" help:"Only jobs in this state."`
 	Queue string     `short:"q" help:"Only jobs in this queue."`
 	Kind  string     `short:"k" help:"Only jobs of this kind."`
@@ -20,7 +20,7 @@ type LsCmd struct {
 }
 
 // Run prints the jobs as a table, or as JSON with --json.
-func (c *LsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *lsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	if c.Limit < 1 {
 		return usagef("ls: --limit must be at least 1")
 	}

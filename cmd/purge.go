@@ -8,14 +8,14 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// PurgeCmd deletes old finished jobs.
-type PurgeCmd struct {
+// purgeCmd deletes old finished jobs.
+type purgeCmd struct {
 	State     []lite.State  `short:"s" required:"" enum:"done,dead,cancelled" help:"State to purge: done, dead or cancelled; repeat for more."`
 	OlderThan time.Duration `required:"" help:"Purge jobs that finished longer ago than this."`
 }
 
 // Run purges and prints how many jobs went (--json: {"purged": N}).
-func (c *PurgeCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *purgeCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	if c.OlderThan < 0 {
 		return usagef("purge: --older-than %s is negative", c.OlderThan)
 	}

@@ -7,13 +7,13 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// ReclaimCmd is ReclaimOrphaned (recoverStale) from the shell. Each lease
+// reclaimCmd is ReclaimOrphaned (recoverStale) from the shell. Each lease
 // carries its owner's stale-after, so there is no threshold to give: a job
 // is taken back only once its own owner's promise has lapsed.
-type ReclaimCmd struct{}
+type reclaimCmd struct{}
 
 // Run reclaims and prints each job taken back (--json: a list of them).
-func (c *ReclaimCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *reclaimCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	got, err := q.ReclaimOrphaned(ctx)
 	if err != nil {
 		return err

@@ -7,13 +7,13 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// ReleaseCmd is ReleaseUnowned from the shell.
-type ReleaseCmd struct {
+// releaseCmd is ReleaseUnowned from the shell.
+type releaseCmd struct {
 	ID int64 `arg:"" help:"The running job's id."`
 }
 
 // Run makes the job available again; its worker's ack becomes a no-op.
-func (c *ReleaseCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *releaseCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	gen, err := q.ReleaseUnowned(ctx, c.ID)
 	if err != nil {
 		return jobError("release", c.ID, err)

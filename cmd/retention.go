@@ -11,8 +11,8 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// RetentionCmd shows or sets how long finished jobs are kept.
-type RetentionCmd struct {
+// retentionCmd shows or sets how long finished jobs are kept.
+type retentionCmd struct {
 	Done      string `help:"Keep done jobs this long: 36h, 7d, forever, or default."`
 	Cancelled string `help:"Keep cancelled jobs this long: 36h, 7d, forever, or default."`
 	Dead      string `help:"Keep dead jobs this long: 36h, 7d, forever, or default."`
@@ -20,7 +20,7 @@ type RetentionCmd struct {
 
 // Run sets the states given, keeping the others as the database has them,
 // then prints the policy (--json: {"done_ms": N, ...}, null for forever).
-func (c *RetentionCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *retentionCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	r, err := q.Retention(ctx)
 	if err != nil {
 		return err

@@ -7,13 +7,13 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// RetryCmd starts a dead or cancelled job over.
-type RetryCmd struct {
+// retryCmd starts a dead or cancelled job over.
+type retryCmd struct {
 	ID int64 `arg:"" help:"The dead or cancelled job's id."`
 }
 
 // Help is the longer text `lite retry --help` prints.
-func (c *RetryCmd) Help() string {
+func (c *retryCmd) Help() string {
 	return `The job starts over, available now, with all of its max_attempts again:
 a job dead after 2 of 2 attempts runs up to two more times. Its errors
 are kept as its history; attempt numbers start again at 1, and each
@@ -22,7 +22,7 @@ unfinished job holds now is refused and left as it is.`
 }
 
 // Run retries the job.
-func (c *RetryCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *retryCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	if err := q.Retry(ctx, c.ID); err != nil {
 		return jobError("retry", c.ID, err)
 	}

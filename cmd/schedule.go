@@ -11,18 +11,18 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// ScheduleCmd manages periodic jobs: schedules stored in the queue, which
+// scheduleCmd manages periodic jobs: schedules stored in the queue, which
 // every running `lite work` fires.
-type ScheduleCmd struct {
-	Add    ScheduleAddCmd    `cmd:"" help:"Add a schedule, or replace the one of the same name."`
-	Ls     ScheduleLsCmd     `cmd:"" help:"List schedules."`
-	Rm     ScheduleRmCmd     `cmd:"" help:"Remove a schedule; the jobs it enqueued stay."`
-	Pause  SchedulePauseCmd  `cmd:"" help:"Stop a schedule firing until it is resumed."`
-	Resume ScheduleResumeCmd `cmd:"" help:"Let a paused schedule fire again from its next tick."`
+type scheduleCmd struct {
+	Add    scheduleAddCmd    `cmd:"" help:"Add a schedule, or replace the one of the same name."`
+	Ls     scheduleLsCmd     `cmd:"" help:"List schedules."`
+	Rm     scheduleRmCmd     `cmd:"" help:"Remove a schedule; the jobs it enqueued stay."`
+	Pause  schedulePauseCmd  `cmd:"" help:"Stop a schedule firing until it is resumed."`
+	Resume scheduleResumeCmd `cmd:"" help:"Let a paused schedule fire again from its next tick."`
 }
 
-// ScheduleAddCmd adds or replaces a schedule.
-type ScheduleAddCmd struct {
+// scheduleAddCmd adds or replaces a schedule.
+type scheduleAddCmd struct {
 	Name        string `arg:"" help:"The schedule's name."`
 	Spec        string `arg:"" help:"When it fires: five cron fields (\"30 6 * * 1-5\"), or @hourly, @daily, @weekly, @monthly, @every 5m."`
 	Kind        string `short:"k" required:"" help:"Kind of job each tick enqueues."`
@@ -37,7 +37,7 @@ type ScheduleAddCmd struct {
 
 // Run stores the schedule and prints its next run (--json: the schedule).
 // Registering the same spec and zone again keeps the next run.
-func (c *ScheduleAddCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *scheduleAddCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	payload := []byte(c.Payload)
 	switch {
 	case c.PayloadFile != "" && c.Payload != "":
@@ -89,12 +89,12 @@ func findSchedule(ctx context.Context, q *lite.Queue, name string) (lite.Schedul
 	return lite.Schedule{}, fmt.Errorf("schedule %s: %w", name, lite.ErrNoSchedule)
 }
 
-// ScheduleLsCmd lists schedules.
-type ScheduleLsCmd struct{}
+// scheduleLsCmd lists schedules.
+type scheduleLsCmd struct{}
 
 // Run prints the schedules as a table, or as JSON with --json. Times are
 // in UTC.
-func (c *ScheduleLsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *scheduleLsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	all, err := q.Schedules(ctx)
 	if err != nil {
 		return err
@@ -124,34 +124,34 @@ func (c *ScheduleLsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Qu
 	return tw.Flush()
 }
 
-// ScheduleRmCmd removes a schedule.
-type ScheduleRmCmd struct {
+// scheduleRmCmd removes a schedule.
+type scheduleRmCmd struct {
 	Name string `arg:"" help:"The schedule's name."`
 }
 
 // Run removes the schedule; the jobs it enqueued stay.
-func (c *ScheduleRmCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+func (c *scheduleRmCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
 	return scheduleChanged(env, c.Name, "removed", q.RemoveSchedule(ctx, c.Name))
 }
 
-// SchedulePauseCmd pauses a schedule.
-type SchedulePauseCmd struct {
+// schedulePauseCmd pauses a schedule.
+type schedulePauseCmd struct {
 	Name string `arg:"" help:"The schedule's name."`
 }
 
 // Run pauses the schedule: it fires nothing until resumed.
-func (c *SchedulePauseCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+func (c *schedulePauseCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
 	return scheduleChanged(env, c.Name, "paused", q.PauseSchedule(ctx, c.Name))
 }
 
-// ScheduleResumeCmd resumes a schedule.
-type ScheduleResumeCmd struct {
+// scheduleResumeCmd resumes a schedule.
+type scheduleResumeCmd struct {
 	Name string `arg:"" help:"The schedule's name."`
 }
 
 // Run resumes the schedule from its first tick after now; the ticks it
 // missed while paused are skipped.
-func (c *ScheduleResumeCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
+func (c *scheduleResumeCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
 	return scheduleChanged(env, c.Name, "resumed", q.ResumeSchedule(ctx, c.Name))
 }
 

@@ -6,12 +6,12 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// SchemaCmd prints the schema a fresh lite database has.
-type SchemaCmd struct{}
+// schemaCmd prints the schema a fresh lite database has.
+type schemaCmd struct{}
 
 // Run writes schema.sql, SQLite's schema; a PostgreSQL database's is not
 // in the binary.
-func (c *SchemaCmd) Run(env Env, g *Globals) error {
+func (c *schemaCmd) Run(env Env, g *globals) error {
 	if lite.IsServerURL(g.DB) {
 		return usagef("schema prints a SQLite file's schema; lite/migrations/postgres makes PostgreSQL's (pg_dump --schema-only prints a database's)")
 	}

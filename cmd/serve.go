@@ -19,9 +19,9 @@ import (
 // serveShutdown is how long requests in flight may finish at shutdown.
 const serveShutdown = 5 * time.Second
 
-// ServeCmd serves the dashboard, the JSON API and the metrics, with
+// serveCmd serves the dashboard, the JSON API and the metrics, with
 // workers when it is given a command.
-type ServeCmd struct {
+type serveCmd struct {
 	Addr      string   `default:"127.0.0.1:8080" help:"Address to listen on. Any but a loopback one needs a token."`
 	Token     string   `env:"LITE_TOKEN" help:"Token every request must carry (Authorization: Bearer, or the login form)."`
 	ReadOnly  bool     `help:"Serve no actions: no retry, cancel, release or purge."`
@@ -36,7 +36,7 @@ const minToken = 16
 
 // Validate refuses to serve off loopback without a token, and checks the
 // workers' flags when there is a command.
-func (c *ServeCmd) Validate(kctx *kong.Context) error {
+func (c *serveCmd) Validate(kctx *kong.Context) error {
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return fmt.Errorf("--addr %q: %w", c.Addr, err)
@@ -68,7 +68,7 @@ func loopback(host string) bool {
 
 // Run serves until SIGINT or SIGTERM, then lets requests in flight finish
 // and, with workers, shuts them down as lite work does.
-func (c *ServeCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *serveCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -84,7 +84,7 @@ func (c *ServeCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) 
 		collectors, onEvent = append(collectors, outcomes), outcomes.OnEvent
 	}
 	srv := &http.Server{
-		Handler: web.Handler(q, web.Options{Token: c.Token, ReadOnly: c.ReadOnly, Hosts: hosts,
+		Handler: web.Handler(q, web.Options{Token: c.Token, ReadOnly: c.ReadOnly, Hosts: hosts, HostsSetting: "--allow-host",
 			Metrics: metrics.Handler(q, collectors...)}),
 		// A client may hold a connection only while it uses it: an idle
 		// or trickling one is closed, so that no number of them exhausts

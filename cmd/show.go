@@ -15,13 +15,13 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// ShowCmd prints one job.
-type ShowCmd struct {
+// showCmd prints one job.
+type showCmd struct {
 	ID int64 `arg:"" help:"The job's id."`
 }
 
 // Run prints every field of the job, or the job as JSON with --json.
-func (c *ShowCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	j, err := q.Get(ctx, c.ID)
 	if err != nil {
 		return jobError("show", c.ID, err)

@@ -8,12 +8,12 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// StatsCmd counts jobs per queue and state, and says when ready jobs wait
+// statsCmd counts jobs per queue and state, and says when ready jobs wait
 // that no running worker takes.
-type StatsCmd struct{}
+type statsCmd struct{}
 
 // Run prints a table, or JSON with --json.
-func (c *StatsCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *statsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	stats, err := q.Stats(ctx)
 	if err != nil {
 		return err

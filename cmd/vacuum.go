@@ -8,21 +8,18 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// VacuumCmd compacts the database, and converts a SQLite file made before
+// vacuumCmd compacts the database, and converts a SQLite file made before
 // retention so that cleaning gives space back.
-type VacuumCmd struct {
+type vacuumCmd struct {
 	Force bool `help:"Rewrite the file even while workers run on it (lite workers): their jobs may be reclaimed and run twice."`
 }
 
 // Run vacuums and prints the size before and after (--json: {"before":
 // bytes, "after": bytes}).
-func (c *VacuumCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *vacuumCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	rep, err := q.Vacuum(ctx, lite.VacuumOptions{Force: c.Force})
-	if errors.Is(err, lite.ErrWorkersRunning) {
-		return fmt.Errorf("%w (lite workers lists them), or give --force", err)
-	}
 	if err != nil {
-		return err
+		return withWorkersHint(err)
 	}
 	if g.JSON {
 		return writeJSON(env.Stdout, struct {
@@ -35,6 +32,14 @@ func (c *VacuumCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue)
 		what = "lite_jobs (PostgreSQL keeps the space for its own reuse)"
 	}
 	_, err = fmt.Fprintf(env.Stdout, "vacuumed %s: %s before, %s after\n", what, size(rep.Before), size(rep.After))
+	return err
+}
+
+// withWorkersHint says what to do about ErrWorkersRunning.
+func withWorkersHint(err error) error {
+	if errors.Is(err, lite.ErrWorkersRunning) {
+		return fmt.Errorf("%w (lite workers lists them), or give --force", err)
+	}
 	return err
 }
 

@@ -18,12 +18,13 @@ import (
 	"unicode"
 
 	"github.com/alecthomas/kong"
+	"github.com/liteq/lite/cmd/proc"
 	"github.com/liteq/lite/lite"
 )
 
-// PermanentExitCode is the exit code with which a job's command says that
+// permanentExitCode is the exit code with which a job's command says that
 // retrying cannot help: the job goes straight to dead.
-const PermanentExitCode = 100
+const permanentExitCode = 100
 
 // stderrTail is how much of a failed command's stderr becomes its error.
 const stderrTail = 2048
@@ -39,8 +40,8 @@ const drainWait = time.Second
 // worker's own grace is a backstop that must not cut it short.
 const shutdownSlack = 5 * time.Second
 
-// WorkCmd runs a command once per job.
-type WorkCmd struct {
+// workCmd runs a command once per job.
+type workCmd struct {
 	workerFlags
 	ExitWhenEmpty bool     `help:"Exit once no job in the queues is available or running."`
 	Command       []string `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result; exit 100 fails for good; any other exit fails the attempt."`
@@ -72,7 +73,7 @@ func argv(command []string) []string {
 // not run as asked: a zero or negative value the worker would replace
 // with its default or reject without naming the flag, and a command that
 // cannot start, which would burn every attempt of every job.
-func (c *WorkCmd) Validate(kctx *kong.Context) error {
+func (c *workCmd) Validate(kctx *kong.Context) error {
 	if !slices.Contains(kctx.Args, "--") || len(argv(c.Command)) == 0 {
 		return errors.New("give the command after --, as in: lite work -- ./handler.sh")
 	}
@@ -159,13 +160,13 @@ func parseQueues(flags []string) (map[string]lite.QueueConfig, error) {
 // Run works until SIGINT or SIGTERM (then shuts down gracefully; a second
 // signal stops it at once), or with --exit-when-empty until the queues are
 // empty.
-func (c *WorkCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *workCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	return c.work(ctx, env, g, q, argv(c.Command), c.ExitWhenEmpty, nil)
 }
 
 // work runs argv once per job until ctx ends, or with exitWhenEmpty until
 // the queues are empty; onEvent, if set, sees every worker event.
-func (c *workerFlags) work(ctx context.Context, env Env, g *Globals, q *lite.Queue, argv []string, exitWhenEmpty bool, onEvent func(lite.Event)) error {
+func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Queue, argv []string, exitWhenEmpty bool, onEvent func(lite.Event)) error {
 	log := slog.New(slog.NewTextHandler(quietWriter{env.Stderr}, &slog.HandlerOptions{Level: g.LogLevel}))
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Queues:            c.queues,
@@ -179,7 +180,7 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *Globals, q *lite.Que
 		OnEvent:           onEvent,
 	})
 	if err != nil {
-		return UsageError{fmt.Errorf("work: %w", err)}
+		return usageError{fmt.Errorf("work: %w", err)}
 	}
 	stopLog := context.AfterFunc(ctx, func() {
 		log.Info("lite: shutting down: running commands may finish within the grace; signal again to stop them at once",
@@ -290,24 +291,24 @@ func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite
 		// One byte over the limit is kept, so that the ack can refuse it.
 		stdout := &headWriter{max: lite.DefaultMaxPayloadBytes + 1}
 		stderr := &tailWriter{max: stderrTail}
-		p, err := attachPipes(cmd, job.Payload, stdout, stderr)
+		p, err := proc.AttachPipes(cmd, job.Payload, stdout, stderr)
 		if err != nil {
 			return err
 		}
-		t, err := startTree(cmd)
-		p.started()
+		t, err := proc.StartTree(cmd)
+		p.Started()
 		if err != nil {
-			p.finish(0)
+			p.Finish(0)
 			return err
 		}
-		stopped, err := t.wait(stops{ctx: ctx, shutdown: shutdown, now: now, grace: c.Grace})
-		p.finish(drainWait)
+		stopped, err := t.Wait(proc.Stops{Ctx: ctx, Shutdown: shutdown, Now: now, Grace: c.Grace})
+		p.Finish(drainWait)
 		switch stopped {
-		case stoppedByShutdown, stoppedAtOnce:
+		case proc.StoppedByShutdown, proc.StoppedAtOnce:
 			// Given back with no attempt spent, now rather than after the
 			// worker's longer backstop grace.
 			return fmt.Errorf("command stopped: %w", lite.ErrShutdown)
-		case stoppedByContext:
+		case proc.StoppedByContext:
 			return fmt.Errorf("command stopped: %w", context.Cause(ctx))
 		}
 		var exit *exec.ExitError
@@ -316,7 +317,7 @@ func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite
 			if tail := stderr.String(); tail != "" {
 				failure = fmt.Errorf("%s: %s", exit, tail)
 			}
-			if exit.ExitCode() == PermanentExitCode {
+			if exit.ExitCode() == permanentExitCode {
 				return lite.Permanent(failure)
 			}
 			return failure

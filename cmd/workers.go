@@ -10,9 +10,9 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// WorkersCmd lists the running workers of every process on the file, and
+// workersCmd lists the running workers of every process on the file, and
 // the ready jobs none of them takes.
-type WorkersCmd struct{}
+type workersCmd struct{}
 
 type workersJSON struct {
 	Workers   []lite.WorkerInfo `json:"workers"`
@@ -20,7 +20,7 @@ type workersJSON struct {
 }
 
 // Run prints two tables, or JSON with --json.
-func (c *WorkersCmd) Run(ctx context.Context, env Env, g *Globals, q *lite.Queue) error {
+func (c *workersCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	workers, err := q.Workers(ctx)
 	if err != nil {
 		return err

@@ -48,9 +48,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	code := litetest.RunMain(m) // one line when PostgreSQL is skipped
-	dropSchemas()
-	os.Exit(code)
+	os.Exit(litetest.Main(m))
 }
 
 // leaseUntilEmpty leases and acks jobs from the file until none is left,

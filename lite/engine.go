@@ -1,8 +1,12 @@
 package lite
 
+import "fmt"
+
 // engine is the database a queue runs on. Every statement lite runs
 // exists once per engine, side by side (see stmt), and the rest of the
-// code is the same on both.
+// code is the same on both. Code that differs by engine asks the engine
+// (String, sql, onServer), and each of those answers for every engine or
+// panics: an engine lite does not know never gets SQLite's behaviour.
 type engine int
 
 const (
@@ -12,12 +16,23 @@ const (
 	enginePostgres
 )
 
-func (e engine) String() string {
-	if e == enginePostgres {
-		return "postgres"
+// pick is sqlite on SQLite and postgres on PostgreSQL; it panics on any
+// other engine.
+func pick[T any](e engine, sqlite, postgres T) T {
+	switch e {
+	case engineSQLite:
+		return sqlite
+	case enginePostgres:
+		return postgres
 	}
-	return "sqlite"
+	panic(fmt.Sprintf("lite: unknown engine %d", int(e)))
 }
+
+func (e engine) String() string { return pick(e, "sqlite", "postgres") }
+
+// onServer reports whether e is a server that processes on many hosts
+// share, rather than a file that one connection per process writes.
+func (e engine) onServer() bool { return pick(e, false, true) }
 
 // stmt is one statement in both dialects, written next to each other so
 // that a guard can be compared across engines at a glance. Both take the
@@ -27,9 +42,4 @@ type stmt struct {
 }
 
 // sql is s in the queue's dialect.
-func (q *Queue) sql(s stmt) string {
-	if q.engine == enginePostgres {
-		return s.postgres
-	}
-	return s.sqlite
-}
+func (q *Queue) sql(s stmt) string { return pick(q.engine, s.sqlite, s.postgres) }

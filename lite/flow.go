@@ -122,7 +122,7 @@ func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullStri
 	if q.leaseWithoutSync() {
 		return q.underNormalSync(ctx, query, lease)
 	}
-	if q.engine != enginePostgres {
+	if !q.engine.onServer() {
 		return lease(q.writer())
 	}
 	// As on the writer, a statement that has started runs to its end: a
@@ -229,7 +229,7 @@ func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any
 		if _, err := tx.ExecContext(ctx, q.sql(dropIdleQueueSQL), queue); err != nil {
 			return err
 		}
-		if q.engine != enginePostgres {
+		if !q.engine.onServer() {
 			return nil // the lease under way holds the write lock this waited for
 		}
 		_, err := tx.ExecContext(ctx, q.sql(waitForLeasesSQL))

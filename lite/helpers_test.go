@@ -2,36 +2,20 @@ package lite_test
 
 import (
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
 )
 
 // fakeClock is the only time the code under test reads: tests move it to
 // make heartbeats lapse and jobs come due. A test sleeps only to give a
 // misbehaving goroutine the chance to show itself, never to let time pass.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = litetest.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newFakeClock is a litetest.Clock at a fixed start.
+func newFakeClock() *fakeClock { return litetest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // mustOpen opens a queue on a fresh file under tb.TempDir with the clock.
 func mustOpen(tb testing.TB, clock *fakeClock) (*lite.Queue, string) {

@@ -277,7 +277,7 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 // trips. SQLite leases under underFlow alone: its lease needs no lock,
 // and on a FULL file commits unsynced there.
 func (q *Queue) leaseOutsideTx(ctx context.Context, query string, args []any) ([]*Job, error) {
-	if q.engine != enginePostgres {
+	if !q.engine.onServer() {
 		return nil, nil
 	}
 	return leaseRows(ctx, q.writer(), query, args)

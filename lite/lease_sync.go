@@ -11,7 +11,7 @@ import (
 // a file Open set to FULL. A file with NORMAL syncs no commit already, and
 // on New's caller-owned pool lite does not know the level to restore.
 func (q *Queue) leaseWithoutSync() bool {
-	return q.engine != enginePostgres && q.owned && q.opts.Synchronous == SyncFull
+	return !q.engine.onServer() && q.owned && q.opts.Synchronous == SyncFull
 }
 
 // underNormalSync runs lease, whose statement is query, in a transaction on the writer that commits

@@ -93,7 +93,7 @@ func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 			return rep, fmt.Errorf("clean %s jobs: %w", s.state, err)
 		}
 	}
-	if q.engine == engineSQLite && ctx.Err() == nil {
+	if !q.engine.onServer() && ctx.Err() == nil {
 		freed, err := q.vacuumFreePages(ctx, &rep)
 		rep.FreedPages = freed
 		if err != nil {

@@ -41,7 +41,7 @@ func (q *Queue) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumReport, e
 		rep VacuumReport
 		err error
 	)
-	if q.engine == enginePostgres {
+	if q.engine.onServer() {
 		err = q.vacuumPostgres(ctx, &rep)
 	} else {
 		err = q.vacuumSQLite(ctx, opts, &rep)

@@ -16,10 +16,9 @@ import (
 // by itself (its pool, and the listener that wakes it), nothing is lost,
 // and once an admin gave its job to another host, its late ack is fenced.
 func TestAWorkerWhoseConnectionsAreKilledComesBackAndItsStaleAckIsFenced(t *testing.T) {
-	onPostgres(t)
 	is := is.New(t)
 	ctx := t.Context()
-	dsn := freshSchema(t)
+	dsn := onPostgres(t).DSN(t)
 	// The killed connections are found by their application name: other
 	// tests share the server, and other hosts are not to be cut off.
 	app := fmt.Sprintf("lite_killed_%d", time.Now().UnixNano())

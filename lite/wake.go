@@ -57,7 +57,7 @@ type changeWatcher struct {
 }
 
 func (q *Queue) watchChanges(ctx context.Context) (*changeWatcher, error) {
-	if q.engine == enginePostgres {
+	if q.engine.onServer() {
 		return &changeWatcher{always: true}, nil
 	}
 	w := &changeWatcher{src: q.w}

@@ -63,7 +63,7 @@ const notifyChannel = "lite_jobs"
 // job available: writes to the WAL for a file, notifications from the
 // server for a server queue.
 func (q *Queue) watchCommits() (changes <-chan struct{}, stop func(), err error) {
-	if q.engine == engineSQLite {
+	if !q.engine.onServer() {
 		if q.path == "" {
 			return nil, nil, errors.New("no file to watch")
 		}

@@ -1,8 +1,9 @@
 // Package litetest tests code that uses lite, through lite's own
-// machinery: a queue in a temporary file, assertions on what was
-// enqueued, handlers run as a worker runs them, and a clock the test
-// moves. It imports lite and the standard library only; lite never
-// imports it.
+// machinery: a queue in a temporary file (or a schema of its own on a
+// PostgreSQL server), assertions on what was enqueued, handlers run as a
+// worker runs them, and a clock the test moves. It imports lite and the
+// standard library only, so a SQLite-only test binary links no PostgreSQL
+// driver; lite never imports it.
 //
 // # A queue per test
 //
@@ -10,13 +11,39 @@
 //
 //	q := litetest.Open(t)
 //
+// # Every engine
+//
+// ForEachEngine runs a test once per engine, as subtests named "sqlite"
+// and "postgres": SQLite always, PostgreSQL when the variable
+// LITE_TEST_POSTGRES holds a server's URL and the test binary imports
+// lite/pg, as the program does. Each test gets a schema of its own on the
+// server, so tests never see each other's jobs. Without a server the
+// PostgreSQL subtest is skipped with one line saying so, and under CI=true
+// it fails instead; LITE_TEST_ENGINE=sqlite or =postgres runs one engine
+// alone.
+//
+//	import _ "github.com/liteq/lite/lite/pg"
+//
+//	func TestSignup(t *testing.T) {
+//		litetest.ForEachEngine(t, func(t *testing.T, e litetest.Engine) {
+//			q, _ := e.Open(t) // and the dsn that opens it again
+//			// ...
+//		})
+//	}
+//
+// RequirePostgres is the PostgreSQL engine alone, for a test of what only
+// a server does. Main, called from TestMain, recycles the test schemas
+// between tests and drops them when the tests end.
+//
 // # What was enqueued
 //
 // RequireEnqueued finds the jobs of an args type's kind and requires
 // exactly one, with the args given (compared as JSON, through the type);
 // RequireEnqueuedMany requires several, in the order they were enqueued;
 // RequireNotEnqueued requires none. Opts narrows any of them to one
-// queue. A failure lists every job of the kind found, with its args.
+// queue, and Opts.Among looks for the wanted jobs among others of the
+// kind, for a file that holds more than the test made. A failure lists
+// every job of the kind found, with its args.
 //
 //	signup(ctx, q, "ada@example.com") // the code under test
 //	litetest.RequireEnqueued(t, q, Welcome{To: "ada@example.com"})
@@ -35,7 +62,8 @@
 // its ack, a Snooze or a failure under its lease. Calling the handler
 // directly skips all of that, and a test passes while nothing is written.
 // Work returns the event that ended the run; Drain runs every ready job
-// until none is left and returns what it did.
+// until none is left and returns what it did; it fails, naming the
+// limit, when a queue's rate limit keeps ready jobs from starting.
 //
 //	w, _ := lite.NewWorker(q, lite.WorkerOptions{})
 //	lite.HandleArgs(w, sendWelcome)

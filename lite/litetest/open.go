@@ -16,25 +16,13 @@ import (
 //	clock := litetest.NewClock(time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC))
 //	q := litetest.Open(t, lite.Options{Now: clock.Now})
 //
-// Each call is a file of its own, so tests may run in parallel.
+// Each call is a file of its own, so tests may run in parallel. To run a
+// test on PostgreSQL too, see ForEachEngine.
 func Open(tb testing.TB, opts ...lite.Options) *lite.Queue {
 	tb.Helper()
-	var o lite.Options
-	switch len(opts) {
-	case 0:
-	case 1:
-		o = opts[0]
-	default:
-		tb.Fatalf("litetest.Open: give at most one lite.Options, not %d", len(opts))
+	o, ok := oneOptions(tb, "Open", opts)
+	if !ok {
+		return nil
 	}
-	q, err := lite.Open(tb.Context(), filepath.Join(tb.TempDir(), "lite.db"), o)
-	if err != nil {
-		tb.Fatalf("litetest.Open: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := q.Close(); err != nil {
-			tb.Errorf("litetest: closing the queue: %v", err)
-		}
-	})
-	return q
+	return openAt(tb, "Open", filepath.Join(tb.TempDir(), "lite.db"), o)
 }

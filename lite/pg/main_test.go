@@ -8,4 +8,4 @@ import (
 )
 
 // TestMain says in one line when the PostgreSQL engine's tests are skipped.
-func TestMain(m *testing.M) { os.Exit(litetest.RunMain(m)) }
+func TestMain(m *testing.M) { os.Exit(litetest.Main(m)) }

@@ -3,46 +3,17 @@ package pg_test
 import (
 	"database/sql"
 	"errors"
-	"fmt"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/liteq/lite/lite"
+	"github.com/liteq/lite/lite/litetest"
 	_ "github.com/liteq/lite/lite/pg"
 )
 
-// serverURL is a URL on the test server whose connections use a schema
-// of their own, dropped when the test ends.
-func serverURL(t *testing.T) string {
-	base := os.Getenv("LITE_TEST_POSTGRES")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but LITE_TEST_POSTGRES is not set")
-		}
-		t.Skip("LITE_TEST_POSTGRES is not set: the PostgreSQL tests were skipped")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	name := fmt.Sprintf("lite_pgtest_%d_%d", os.Getpid(), time.Now().UnixNano())
-	if _, err := admin.ExecContext(t.Context(), "create schema "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Exec("drop schema " + name + " cascade") })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", name)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// serverURL is a URL on the test server whose connections use an empty
+// schema of their own, dropped when the test ends.
+func serverURL(t *testing.T) string { return litetest.RequirePostgres(t).DSN(t) }
 
 func TestOpenRefusesABadURLWithoutPrintingItsPassword(t *testing.T) {
 	_, err := lite.Open(t.Context(), "postgres://ada:s3cret@127.0.0.1:1/none?connect_timeout=1", lite.Options{})

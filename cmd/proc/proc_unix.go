@@ -1,6 +1,6 @@
 //go:build unix
 
-package cmd
+package proc
 
 import (
 	"os/exec"
@@ -12,33 +12,33 @@ import (
 // the background) joins that group unless it moves itself out on purpose
 // (setsid, setpgid). A signal to the group reaches the whole tree.
 
-// setTree makes cmd, once started, the root of a tree that its group
+// SetTree makes cmd, once started, the root of a tree that its group
 // reaches.
-func setTree(cmd *exec.Cmd) {
+func SetTree(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	dieWithParent(cmd.SysProcAttr)
 }
 
-// group is a started command's process group, named by its leader's pid.
-type group struct{ pid int }
+// Group is a started command's process group, named by its leader's pid.
+type Group struct{ pid int }
 
-func joinTree(cmd *exec.Cmd) (group, error) { return group{cmd.Process.Pid}, nil }
+func JoinTree(cmd *exec.Cmd) (Group, error) { return Group{cmd.Process.Pid}, nil }
 
-// stop asks every process of the tree to stop: SIGTERM.
-func (g group) stop() { g.signal(syscall.SIGTERM) }
+// Stop asks every process of the tree to stop: SIGTERM.
+func (g Group) Stop() { g.signal(syscall.SIGTERM) }
 
-// kill ends every process of the tree: SIGKILL. It may be called after the
+// Kill ends every process of the tree: SIGKILL. It may be called after the
 // leader was reaped: the group's id stays reserved for as long as any
 // member lives, and once none does the signal finds no one (ESRCH). Only a
 // new process that took the reaped leader's pid and made itself a group
 // leader in between could be hit, and pids are handed out in turn, so that
 // takes a wrap of the whole pid space within that instant.
-func (g group) kill() { g.signal(syscall.SIGKILL) }
+func (g Group) Kill() { g.signal(syscall.SIGKILL) }
 
-// close has nothing to let go of: a group is only a number.
-func (g group) close() {}
+// Close has nothing to let go of: a group is only a number.
+func (g Group) Close() {}
 
 // signal signals the group. The only errors are ESRCH (nothing of the tree
 // is left, which is the aim) and EPERM (a member changed its credentials,
 // setuid, and lite cannot touch it): neither can be acted on.
-func (g group) signal(sig syscall.Signal) { _ = syscall.Kill(-g.pid, sig) }
+func (g Group) signal(sig syscall.Signal) { _ = syscall.Kill(-g.pid, sig) }

@@ -1,4 +1,4 @@
-package cmd
+package bench
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestBenchServerDropsWhatAFailedFigureLeft(t *testing.T) {
 	is.NoErr(err)
 	defer admin.Close()
 	var warnings bytes.Buffer
-	s, err := openPGServer(t.Context(), testServer(t), &warnings)
+	s, err := openPGServer(t.Context(), testServer(t), &warnings, strconv.Quote)
 	is.NoErr(err)
 	schemas := func() (n int) {
 		is.NoErr(admin.QueryRowContext(t.Context(), `select count(*) from pg_namespace where starts_with(nspname, $1)`,
@@ -70,7 +71,7 @@ func TestBenchServerMeasuresWithoutTheRightToCheckpointAndSaysSo(t *testing.T) {
 	u.User = url.User(role) // the test server trusts its clients
 
 	var warnings bytes.Buffer
-	s, err := openPGServer(t.Context(), u.String(), &warnings)
+	s, err := openPGServer(t.Context(), u.String(), &warnings, strconv.Quote)
 	is.NoErr(err)
 	defer s.close()
 	is.NoErr(s.checkpoint(t.Context()))
@@ -80,7 +81,7 @@ func TestBenchServerMeasuresWithoutTheRightToCheckpointAndSaysSo(t *testing.T) {
 
 	// A role that may checkpoint does, in silence.
 	warnings.Reset()
-	super, err := openPGServer(t.Context(), base, &warnings)
+	super, err := openPGServer(t.Context(), base, &warnings, strconv.Quote)
 	is.NoErr(err)
 	defer super.close()
 	is.NoErr(super.checkpoint(t.Context()))

@@ -1,4 +1,4 @@
-package cmd
+package proc
 
 import (
 	"bytes"
@@ -9,21 +9,21 @@ import (
 	"time"
 )
 
-// pipes connect a command to its job: the payload on its stdin, its stdout
+// Pipes connect a command to its job: the payload on its stdin, its stdout
 // and stderr copied to writers. lite makes them itself rather than letting
 // os/exec do it, because os/exec's Wait also waits for its copies to end,
 // and they end only when every process holding a pipe has closed it: a
 // background child left holding stdout would keep a finished command
 // running. With plain files, Wait returns when the leader exits; lite
 // then ends the rest of the tree and reads what it wrote until then.
-type pipes struct {
+type Pipes struct {
 	child  []*os.File // the command's ends, closed in lite once it started
 	parent []*os.File // lite's ends
 	copies sync.WaitGroup
 }
 
-// attachPipes sets cmd's stdin, stdout and stderr.
-func attachPipes(cmd *exec.Cmd, stdin []byte, stdout, stderr io.Writer) (*pipes, error) {
+// AttachPipes sets cmd's stdin, stdout and stderr.
+func AttachPipes(cmd *exec.Cmd, stdin []byte, stdout, stderr io.Writer) (*Pipes, error) {
 	var ends []*os.File // read and write end of stdin, stdout, stderr
 	for range 3 {
 		r, w, err := os.Pipe()
@@ -35,7 +35,7 @@ func attachPipes(cmd *exec.Cmd, stdin []byte, stdout, stderr io.Writer) (*pipes,
 	}
 	inR, inW, outR, outW, errR, errW := ends[0], ends[1], ends[2], ends[3], ends[4], ends[5]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	p := &pipes{child: []*os.File{inR, outW, errW}, parent: []*os.File{inW, outR, errR}}
+	p := &Pipes{child: []*os.File{inR, outW, errW}, parent: []*os.File{inW, outR, errR}}
 	p.copies.Add(3)
 	go func() {
 		defer p.copies.Done()
@@ -49,21 +49,21 @@ func attachPipes(cmd *exec.Cmd, stdin []byte, stdout, stderr io.Writer) (*pipes,
 	return p, nil
 }
 
-func (p *pipes) copy(dst io.Writer, src *os.File) {
+func (p *Pipes) copy(dst io.Writer, src *os.File) {
 	defer p.copies.Done()
 	_, _ = io.Copy(dst, src)
 }
 
-// started closes the command's ends in lite, so that lite's reads end once
+// Started closes the command's ends in lite, so that lite's reads end once
 // the tree's processes are gone.
-func (p *pipes) started() { closeFiles(p.child) }
+func (p *Pipes) Started() { closeFiles(p.child) }
 
-// finish waits for the copies to end, for at most wait: a process that
+// Finish waits for the copies to end, for at most wait: a process that
 // moved out of the tree may hold a pipe forever. Then it closes lite's
 // ends, which ends a copy still blocked (os.Pipe's files are non-blocking
 // on Unix: Close wakes a Read or Write in progress), and waits for the
 // copies to return, so that the writers hold all there is.
-func (p *pipes) finish(wait time.Duration) {
+func (p *Pipes) Finish(wait time.Duration) {
 	done := make(chan struct{})
 	go func() {
 		p.copies.Wait()

@@ -1,4 +1,4 @@
-package cmd
+package bench
 
 import (
 	"fmt"
@@ -17,13 +17,13 @@ import (
 // the order of the first run: the median value and ratio, with their
 // range. A ratio's median is that of each run's own ratio, against the
 // reference measured in the same run.
-func combineRuns(runs [][]benchRow) []benchRow {
+func combineRuns(runs [][]Row) []Row {
 	if len(runs) == 1 {
 		return runs[0]
 	}
 	type key struct{ sync, figure, unit string }
 	var order []key
-	byKey := map[key][]benchRow{}
+	byKey := map[key][]Row{}
 	for _, rows := range runs {
 		for _, r := range rows {
 			k := key{r.Sync, r.Figure, r.Unit}
@@ -33,14 +33,14 @@ func combineRuns(runs [][]benchRow) []benchRow {
 			byKey[k] = append(byKey[k], r)
 		}
 	}
-	out := make([]benchRow, 0, len(order))
+	out := make([]Row, 0, len(order))
 	for _, k := range order {
 		rows := byKey[k]
 		row := rows[0]
 		row.Runs = len(rows)
-		row.Value, row.Min, row.Max = spread(rows, func(r benchRow) float64 { return r.Value })
+		row.Value, row.Min, row.Max = spread(rows, func(r Row) float64 { return r.Value })
 		if row.Ratio != 0 {
-			row.Ratio, row.RatioMin, row.RatioMax = spread(rows, func(r benchRow) float64 { return r.Ratio })
+			row.Ratio, row.RatioMin, row.RatioMax = spread(rows, func(r Row) float64 { return r.Ratio })
 		}
 		row.judge()
 		out = append(out, row)
@@ -50,7 +50,7 @@ func combineRuns(runs [][]benchRow) []benchRow {
 
 // spread returns the median, lowest and highest of what value reads from
 // rows; the median of an even count is the mean of the middle two.
-func spread(rows []benchRow, value func(benchRow) float64) (median, lowest, highest float64) {
+func spread(rows []Row, value func(Row) float64) (median, lowest, highest float64) {
 	v := make([]float64, len(rows))
 	for i, r := range rows {
 		v[i] = value(r)
@@ -64,7 +64,8 @@ func spread(rows []benchRow, value func(benchRow) float64) (median, lowest, high
 	return median, v[0], v[n-1]
 }
 
-func printBench(w io.Writer, rows []benchRow) error {
+// Print prints the figures as a table.
+func Print(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	runs := 1
 	for _, r := range rows {

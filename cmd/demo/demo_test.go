@@ -1,4 +1,4 @@
-package cmd
+package demo
 
 import (
 	"bytes"
@@ -9,8 +9,7 @@ import (
 
 func TestDemoJobPrintsItsGeneration(t *testing.T) {
 	is := is.New(t)
-	t.Setenv("LITE_JOB_GENERATION", "7") // as lite work sets it
 	var out bytes.Buffer
-	is.NoErr(Run(t.Context(), []string{"demo-job"}, Env{Stdout: &out, Stderr: &out}))
+	is.NoErr(Job(t.Context(), 7, &out))
 	is.Equal(out.String(), "ran at generation 7") // the result the demo's summary checks
 }

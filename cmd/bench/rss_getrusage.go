@@ -1,6 +1,6 @@
 //go:build darwin || freebsd || netbsd || openbsd || dragonfly
 
-package cmd
+package bench
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cmd
+package proc
 
 import (
 	"runtime"
@@ -15,7 +15,7 @@ import (
 // dieWithParent sets the parent-death signal.
 func dieWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
 
-// lockThread pins the calling goroutine to its OS thread until the
+// LockThread pins the calling goroutine to its OS thread until the
 // returned unlock; start a command and wait for it in between. Linux sends
 // the parent-death signal when the thread that forked the child exits, not
 // the process, and Go's runtime ends a thread when a goroutine that locked
@@ -23,7 +23,7 @@ func dieWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
 // another goroutine later locks and takes down with it, killing a healthy
 // command. A pinned thread serves its goroutine alone and lives until the
 // command has been reaped.
-func lockThread() (unlock func()) {
+func LockThread() (unlock func()) {
 	runtime.LockOSThread()
 	return runtime.UnlockOSThread
 }

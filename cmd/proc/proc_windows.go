@@ -1,6 +1,6 @@
 //go:build windows
 
-package cmd
+package proc
 
 import (
 	"fmt"
@@ -22,23 +22,23 @@ import (
 // CTRL_BREAK asks the tree to stop, as SIGTERM does on Unix. A command
 // without a console ignores it and is terminated after the grace.
 
-// setTree makes cmd start suspended, leading a new console process group.
-func setTree(cmd *exec.Cmd) {
+// SetTree makes cmd start suspended, leading a new console process group.
+func SetTree(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_SUSPENDED,
 	}
 }
 
-// group is a started command's job object.
-type group struct {
+// Group is a started command's job object.
+type Group struct {
 	pid uint32
 	job windows.Handle
 }
 
-// joinTree puts the suspended command in a new job object that ends its
+// JoinTree puts the suspended command in a new job object that ends its
 // processes when closed, then lets it run.
-func joinTree(cmd *exec.Cmd) (group, error) {
-	g := group{pid: uint32(cmd.Process.Pid)}
+func JoinTree(cmd *exec.Cmd) (Group, error) {
+	g := Group{pid: uint32(cmd.Process.Pid)}
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return g, fmt.Errorf("job object: %w", err)
@@ -48,22 +48,22 @@ func joinTree(cmd *exec.Cmd) (group, error) {
 	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
-		g.close()
+		g.Close()
 		return g, fmt.Errorf("job object: %w", err)
 	}
 	proc, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, g.pid)
 	if err != nil {
-		g.close()
+		g.Close()
 		return g, fmt.Errorf("job object: %w", err)
 	}
 	err = windows.AssignProcessToJobObject(job, proc)
 	windows.CloseHandle(proc)
 	if err != nil {
-		g.close()
+		g.Close()
 		return g, fmt.Errorf("job object: %w", err)
 	}
 	if err := resumeThreads(g.pid); err != nil {
-		g.close()
+		g.Close()
 		return g, fmt.Errorf("start in a job object: %w", err)
 	}
 	return g, nil
@@ -100,20 +100,20 @@ func resumeThreads(pid uint32) error {
 	return nil
 }
 
-// stop asks the tree to stop: CTRL_BREAK to its console process group.
-func (g group) stop() { _ = windows.GenerateConsoleCtrlEvent(windows.CTRL_BREAK_EVENT, g.pid) }
+// Stop asks the tree to stop: CTRL_BREAK to its console process group.
+func (g Group) Stop() { _ = windows.GenerateConsoleCtrlEvent(windows.CTRL_BREAK_EVENT, g.pid) }
 
-// kill ends every process in the job.
-func (g group) kill() { _ = windows.TerminateJobObject(g.job, 1) }
+// Kill ends every process in the job.
+func (g Group) Kill() { _ = windows.TerminateJobObject(g.job, 1) }
 
-// close lets go of the job; closing its last handle ends what is left in
+// Close lets go of the job; closing its last handle ends what is left in
 // it.
-func (g group) close() {
+func (g Group) Close() {
 	if g.job != 0 {
 		windows.CloseHandle(g.job)
 	}
 }
 
-// lockThread has nothing to pin: the job object, not a thread, owns the
+// LockThread has nothing to pin: the job object, not a thread, owns the
 // tree.
-func lockThread() (unlock func()) { return func() {} }
+func LockThread() (unlock func()) { return func() {} }

@@ -1,4 +1,4 @@
-package cmd
+package bench
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 func TestBenchRunsReportTheMedianAndRangeAndJudgeTheMedian(t *testing.T) {
 	is := is.New(t)
-	run := func(rate, ratio, p99 float64) []benchRow {
+	run := func(rate, ratio, p99 float64) []Row {
 		r := &benchRun{name: "normal", refs: map[string]float64{"R2": rate / ratio}}
 		r.ratio("worker", rate, "R2", 0.5)
 		lat := slices.Repeat([]time.Duration{time.Millisecond}, 98) // p99 of 100 samples is the 99th
@@ -25,7 +25,7 @@ func TestBenchRunsReportTheMedianAndRangeAndJudgeTheMedian(t *testing.T) {
 	}
 	// One run misses the ratio target by far and one the latency target:
 	// the medians meet both.
-	rows := combineRuns([][]benchRow{run(100, 0.6, 1), run(300, 0.2, 1.5), run(200, 0.7, 9)})
+	rows := combineRuns([][]Row{run(100, 0.6, 1), run(300, 0.2, 1.5), run(200, 0.7, 9)})
 	is.Equal(len(rows), 3) // the worker, the latency's p50 and p99
 	worker, p99 := rows[0], rows[2]
 	is.Equal(worker.Runs, 3)
@@ -37,7 +37,7 @@ func TestBenchRunsReportTheMedianAndRangeAndJudgeTheMedian(t *testing.T) {
 	is.True(*p99.Met)
 
 	var out bytes.Buffer
-	is.NoErr(printBench(&out, rows))
+	is.NoErr(Print(&out, rows))
 	is.True(strings.Contains(out.String(), "median [lowest–highest] of 3 runs"))
 	is.True(strings.Contains(out.String(), "200.0 [100.0–300.0]"))
 	is.True(strings.Contains(out.String(), "0.60x [0.20–0.70] R2"))
@@ -45,8 +45,8 @@ func TestBenchRunsReportTheMedianAndRangeAndJudgeTheMedian(t *testing.T) {
 
 func TestBenchRunsOfAnEvenCountTakeTheMiddleTwo(t *testing.T) {
 	is := is.New(t)
-	row := func(v float64) []benchRow { return []benchRow{{Figure: "f", Value: v, Unit: "jobs/s"}} }
-	rows := combineRuns([][]benchRow{row(4), row(1), row(2), row(10)})
+	row := func(v float64) []Row { return []Row{{Figure: "f", Value: v, Unit: "jobs/s"}} }
+	rows := combineRuns([][]Row{row(4), row(1), row(2), row(10)})
 	is.Equal(rows[0].Value, 3.0)
 	is.Equal(rows[0].Met, (*bool)(nil)) // no target, no verdict
 }
@@ -56,7 +56,7 @@ func TestBenchOneRunPrintsNoRange(t *testing.T) {
 	r := &benchRun{name: "full", refs: map[string]float64{"raw insert": 100}}
 	r.ratio("enqueue", 50, "raw insert", 0.9)
 	var out bytes.Buffer
-	is.NoErr(printBench(&out, combineRuns([][]benchRow{r.rows})))
+	is.NoErr(Print(&out, combineRuns([][]Row{r.rows})))
 	is.True(!strings.Contains(out.String(), "["))
 	is.True(strings.Contains(out.String(), "0.50x raw insert"))
 	is.True(strings.Contains(out.String(), "NO")) // 0.5 < 0.9
@@ -65,7 +65,7 @@ func TestBenchOneRunPrintsNoRange(t *testing.T) {
 func TestBenchPrefillGrowsWithTheDuration(t *testing.T) {
 	is := is.New(t)
 	prefill := func(sync lite.Synchronous, d time.Duration) int {
-		return (&benchRun{c: &BenchCmd{Duration: d}, sync: sync}).prefill()
+		return (&benchRun{c: &Flags{Duration: d}, sync: sync}).prefill()
 	}
 	for _, sync := range []lite.Synchronous{lite.SyncNormal, lite.SyncFull} {
 		is.Equal(prefill(sync, 2*time.Second), 2*prefill(sync, time.Second))
@@ -95,24 +95,24 @@ func TestBenchRawBatchedThatRunsOutEndsThere(t *testing.T) {
 // zero --duration made every reference 0 jobs/s and every ratio +Inf, a
 // zero --samples panicked, a zero --drain-jobs waited out an hour.
 func TestBenchRefusesFlagsThatMeasureNothing(t *testing.T) {
-	valid := func() BenchCmd {
-		return BenchCmd{Duration: time.Second, Processes: 4, BigRows: 10, Samples: 5, DrainJobs: 10, Runs: 1}
+	valid := func() Flags {
+		return Flags{Duration: time.Second, Processes: 4, BigRows: 10, Samples: 5, DrainJobs: 10, Runs: 1}
 	}
 	ok := valid()
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("the defaults' shape is refused: %v", err)
 	}
-	for flag, set := range map[string]func(*BenchCmd){
-		"--duration 0s":  func(c *BenchCmd) { c.Duration = 0 },
-		"--duration -1s": func(c *BenchCmd) { c.Duration = -time.Second },
-		"--samples 0":    func(c *BenchCmd) { c.Samples = 0 },
-		"--samples -1":   func(c *BenchCmd) { c.Samples = -1 },
-		"--drain-jobs 0": func(c *BenchCmd) { c.DrainJobs = 0 },
-		"--processes 0":  func(c *BenchCmd) { c.Processes = 0 },
-		"--processes -2": func(c *BenchCmd) { c.Processes = -2 },
-		"--big-rows -1":  func(c *BenchCmd) { c.BigRows = -1 },
-		"--prefill -1":   func(c *BenchCmd) { c.Prefill = -1 },
-		"--runs 0":       func(c *BenchCmd) { c.Runs = 0 },
+	for flag, set := range map[string]func(*Flags){
+		"--duration 0s":  func(c *Flags) { c.Duration = 0 },
+		"--duration -1s": func(c *Flags) { c.Duration = -time.Second },
+		"--samples 0":    func(c *Flags) { c.Samples = 0 },
+		"--samples -1":   func(c *Flags) { c.Samples = -1 },
+		"--drain-jobs 0": func(c *Flags) { c.DrainJobs = 0 },
+		"--processes 0":  func(c *Flags) { c.Processes = 0 },
+		"--processes -2": func(c *Flags) { c.Processes = -2 },
+		"--big-rows -1":  func(c *Flags) { c.BigRows = -1 },
+		"--prefill -1":   func(c *Flags) { c.Prefill = -1 },
+		"--runs 0":       func(c *Flags) { c.Runs = 0 },
 	} {
 		c := valid()
 		set(&c)
@@ -135,7 +135,7 @@ func TestBenchRatioToAReferenceOfNothingIsNotJudged(t *testing.T) {
 		is.Equal(row.Met, (*bool)(nil))
 	}
 	var out bytes.Buffer
-	is.NoErr(printBench(&out, r.rows))
+	is.NoErr(Print(&out, r.rows))
 	is.True(!strings.Contains(out.String(), "Inf"))
 	is.True(!strings.Contains(out.String(), "yes"))
 }
@@ -144,7 +144,7 @@ func TestBenchRatioToAReferenceOfNothingIsNotJudged(t *testing.T) {
 // rate would be the prefill's over --duration, not theirs.
 func TestBenchProcessesThatEmptiedTheQueueFail(t *testing.T) {
 	is := is.New(t)
-	r := &benchRun{c: &BenchCmd{Duration: time.Second, Prefill: 2}, dir: t.TempDir(), name: "normal", sync: lite.SyncNormal}
+	r := &benchRun{c: &Flags{Duration: time.Second, Prefill: 2}, dir: t.TempDir(), name: "normal", sync: lite.SyncNormal}
 	q, db, err := r.open(t.Context(), "procs.db")
 	is.NoErr(err)
 	defer r.close(q, db)

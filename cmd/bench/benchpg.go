@@ -1,4 +1,4 @@
-package cmd
+package bench
 
 import (
 	"context"
@@ -24,27 +24,27 @@ import (
 // (fsync, synchronous_commit), so the durability modes of --sync are
 // not measured, nor the memory of a --drain-jobs drain, which measures
 // SQLite's page cache.
-func (c *BenchCmd) runServer(ctx context.Context, env Env, g *Globals) error {
-	s, err := openPGServer(ctx, g.DB, env.Stderr)
+func (c *Flags) runServer(ctx context.Context, env Env) ([]Row, error) {
+	s, err := openPGServer(ctx, env.DB, env.Stderr, env.Line)
 	if err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer s.close()
 	fmt.Fprintf(env.Stderr, "measuring %s (%s), each figure in a schema of its own, %s1, 2…, dropped after it\n",
-		safe(lite.Redact(g.DB)), s.about, s.prefix())
+		env.Field(lite.Redact(env.DB)), env.Field(s.about), s.prefix())
 	fmt.Fprintln(env.Stderr, "skipped on PostgreSQL: --sync (the server's fsync and synchronous_commit decide) and the peak RSS of a --drain-jobs drain")
-	var runs [][]benchRow
+	var runs [][]Row
 	var childRSS uint64
 	for run := range c.Runs {
 		fmt.Fprintf(env.Stderr, "run %d of %d\n", run+1, c.Runs)
 		r := &benchRun{c: c, server: s, name: "postgres", refs: map[string]float64{}}
 		if err := r.allServer(ctx); err != nil {
-			return fmt.Errorf("bench postgres: %w", err)
+			return nil, fmt.Errorf("bench postgres: %w", err)
 		}
 		runs = append(runs, r.rows)
 		childRSS = max(childRSS, r.childRSS)
 	}
-	return report(env, g, combineRuns(runs), childRSS)
+	return withRSS(combineRuns(runs), childRSS)
 }
 
 func (r *benchRun) allServer(ctx context.Context) error {
@@ -66,7 +66,7 @@ func (r *benchRun) allServer(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", ref.name, err)
 		}
 		r.refs[ref.name] = rate
-		r.add(benchRow{Figure: ref.name + " " + ref.about, Value: rate, Unit: "jobs/s"})
+		r.add(Row{Figure: ref.name + " " + ref.about, Value: rate, Unit: "jobs/s"})
 	}
 
 	rates, err := r.enqueue(ctx)
@@ -102,22 +102,23 @@ type pgServer struct {
 	n     int
 
 	warnings     io.Writer
-	noCheckpoint bool // the role may not checkpoint; said once
+	line         func(string) string // escapes an error's message (Env.Line)
+	noCheckpoint bool                // the role may not checkpoint; said once
 }
 
-func openPGServer(ctx context.Context, dsn string, warnings io.Writer) (*pgServer, error) {
+func openPGServer(ctx context.Context, dsn string, warnings io.Writer, line func(string) string) (*pgServer, error) {
 	admin, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, err
 	}
-	s := &pgServer{url: dsn, admin: admin, made: map[string]string{}, warnings: warnings}
+	s := &pgServer{url: dsn, admin: admin, made: map[string]string{}, warnings: warnings, line: line}
 	var version, fsync, commit string
 	if err := admin.QueryRowContext(ctx, `select current_setting('server_version'), current_setting('fsync'),
     current_setting('synchronous_commit')`).Scan(&version, &fsync, &commit); err != nil {
 		admin.Close()
 		return nil, err
 	}
-	s.about = safe(fmt.Sprintf("PostgreSQL %s, fsync %s, synchronous_commit %s", version, fsync, commit))
+	s.about = fmt.Sprintf("PostgreSQL %s, fsync %s, synchronous_commit %s", version, fsync, commit)
 	return s, nil
 }
 
@@ -201,7 +202,7 @@ func (s *pgServer) checkpoint(ctx context.Context) error {
 func (s *pgServer) close() {
 	for db := range s.made {
 		if err := s.drop(db); err != nil {
-			fmt.Fprintf(s.warnings, "lite bench: %s\n", escapeLine(err.Error()))
+			fmt.Fprintf(s.warnings, "lite bench: %s\n", s.line(err.Error()))
 		}
 	}
 	s.admin.Close()

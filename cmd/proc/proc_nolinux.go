@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package cmd
+package proc
 
 import "syscall"
 
@@ -10,4 +10,4 @@ import "syscall"
 
 func dieWithParent(*syscall.SysProcAttr) {}
 
-func lockThread() (unlock func()) { return func() {} }
+func LockThread() (unlock func()) { return func() {} }
