@@ -39,6 +39,7 @@ func TestEnqueueFileErrorsNameTheFileLineAndWhatWasStored(t *testing.T) {
 			is.NoErr(os.WriteFile(file, []byte(b.String()), 0o600))
 
 			r := runLite(t, db, "", "enqueue", "--file", file)
+			r.stderr = strings.TrimPrefix(r.stderr, "lite: created new database "+db+"\n")
 			is.Equal(r.code, 1)
 			is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
 			is.True(strings.HasPrefix(r.stderr, fmt.Sprintf("lite: enqueue --file %s: line %d: ", file, bad)))
@@ -67,8 +68,9 @@ func TestEnqueueFileErrorsNameTheFileLineAndWhatWasStored(t *testing.T) {
 			}
 			b.WriteString("{\"delay\":\"forever\"}\n")
 			r := runLite(t, db, b.String(), "enqueue", "--file", "-")
+			r.stderr = strings.TrimPrefix(r.stderr, "lite: created new database "+db+"\n")
 			is.Equal(r.code, 1)
-			is.True(strings.HasPrefix(r.stderr, "lite: enqueue --file -: line 1001: delay: "))
+			is.True(strings.HasPrefix(r.stderr, `lite: enqueue --file -: line 1001: "delay" "forever" is not a duration`))
 			is.True(strings.HasSuffix(r.stderr, "; 998 jobs before line 1001 were enqueued (2 duplicates skipped), nothing from line 1001 on\n"))
 			is.Equal(len(listJobs(t, db)), 998)
 		})

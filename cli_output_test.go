@@ -142,7 +142,8 @@ func TestUntrustedTextNeverReachesTheTerminalRaw(t *testing.T) {
 			is := is.New(t)
 			db := e.db(t)
 			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
-			mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", `printf 'bad\033[2J\033]0;pwned\007' >&2; exit 1`)
+			r := runLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", `printf 'bad\033[2J\033]0;pwned\007' >&2; exit 1`)
+			is.Equal(r.code, 3) // its one job died
 			show := mustLite(t, db, "", "show", "1")
 			is.Equal(rawUnsafe(show), "")
 			is.True(strings.Contains(show, `"exit status 1: bad\x1b[2J\x1b]0;pwned\a"`))

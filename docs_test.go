@@ -174,5 +174,5 @@ func TestREADMESetUpIsWhatTheTestsRun(t *testing.T) {
 	is.Equal(commands, []string{"go run . demo", "go test -race ./..."})
 	ci, err := os.ReadFile(filepath.Join(".ci", "run"))
 	is.NoErr(err)
-	is.True(strings.Contains(string(ci), "\nGOFLAGS=-count=1 go test -race ./...\n")) // CI runs the README's suite
+	is.True(strings.Contains(string(ci), "\nGOFLAGS='-count=1 -timeout=30m' go test -race ./...\n")) // CI runs the README's suite
 }

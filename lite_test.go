@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/liteq/lite/cmd"
 	"github.com/liteq/lite/lite"
 	"github.com/liteq/lite/lite/litetest"
 	"github.com/matryer/is"
@@ -112,7 +113,15 @@ type result struct {
 // runLite runs the binary on db with args and stdin.
 func runLite(t *testing.T, db, stdin string, args ...string) result {
 	t.Helper()
+	return runLiteEnv(t, nil, db, stdin, args...)
+}
+
+// runLiteEnv runs the binary as runLite does, with env added to its
+// environment.
+func runLiteEnv(t *testing.T, env []string, db, stdin string, args ...string) result {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), liteBin, append([]string{"--db", db}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -129,9 +138,16 @@ func runLite(t *testing.T, db, stdin string, args ...string) result {
 // mustLite runs the binary and fails the test unless it exits 0.
 func mustLite(t *testing.T, db, stdin string, args ...string) string {
 	t.Helper()
+	return mustLiteExit(t, 0, db, stdin, args...)
+}
+
+// mustLiteExit runs the binary and fails the test unless it exits with
+// code: ExitJobsDied (3) for lite work --exit-when-empty whose jobs died.
+func mustLiteExit(t *testing.T, code int, db, stdin string, args ...string) string {
+	t.Helper()
 	r := runLite(t, db, stdin, args...)
-	if r.code != 0 {
-		t.Fatalf("lite %v: exit %d: %s", args, r.code, r.stderr)
+	if r.code != code {
+		t.Fatalf("lite %v: exit %d, not %d: %s", args, r.code, code, r.stderr)
 	}
 	return r.stdout
 }
@@ -194,7 +210,7 @@ func TestCLIHappyPaths(t *testing.T) {
 		is.True(strings.HasPrefix(statsRow(mustLite(t, db, "", "stats"), "mail"), "mail 0 0 2 0 0 "))
 
 		mustLite(t, db, "", "enqueue", "-k", "doomed", "x")
-		mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo bad input >&2; exit 100")
+		mustLiteExit(t, cmd.ExitJobsDied, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo bad input >&2; exit 100")
 		dead := listJobs(t, db, "--state", "dead")
 		is.Equal(len(dead), 1)
 		is.True(strings.Contains(mustLite(t, db, "", "show", fmt.Sprint(dead[0].ID)), "exit status 100: bad input"))

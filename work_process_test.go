@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/liteq/lite/cmd"
 	"github.com/matryer/is"
 )
 
@@ -166,7 +167,7 @@ func TestWorkEndsTheWholeProcessTree(t *testing.T) {
 			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
 
 			args := append([]string{"work", "--exit-when-empty", "--timeout", "1s", "--grace", "200ms", "--"}, stubbornTree(dir)...)
-			mustLite(t, db, "", args...)
+			mustLiteExit(t, cmd.ExitJobsDied, db, "", args...)
 			waitGone(t, "the leader", readPid(t, filepath.Join(dir, "outer.pid")))
 			waitGone(t, "the grandchild", readPid(t, filepath.Join(dir, "inner.pid")))
 			j := showJob(t, db, 1)
@@ -227,9 +228,10 @@ func TestWorkSecondSignalStopsAtOnce(t *testing.T) {
 		inner := readPid(t, filepath.Join(dir, "inner.pid"))
 		is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
 		// Two signals sent at once may arrive as one: send the second once
-		// the first was seen.
+		// the first was seen. Another signal is a second request however
+		// soon it comes; the same one would be only a second later.
 		eventually(t, "lite work says it is shutting down", func() bool { return strings.Contains(w.log(), "shutting down") })
-		is.NoErr(w.cmd.Process.Signal(syscall.SIGTERM))
+		is.NoErr(w.cmd.Process.Signal(syscall.SIGINT))
 
 		is.Equal(w.wait(t), 1)
 		lines := strings.Split(strings.TrimSpace(w.log()), "\n")
@@ -241,6 +243,31 @@ func TestWorkSecondSignalStopsAtOnce(t *testing.T) {
 		is.Equal(j.Attempts, 0) // given back: the attempt is not held against it
 		is.Equal(len(j.Errors), 0)
 	})
+}
+
+func TestWorkTakesTimeoutsSIGTERMToItAndItsGroupAsOneRequest(t *testing.T) {
+	is := is.New(t)
+	db := sqliteCLI.db(t)
+	dir := t.TempDir()
+	mustLite(t, db, "", "enqueue", "x")
+	w := &watchedWorker{}
+	// As GNU timeout runs it: lite leads a process group of its own.
+	cmd := exec.Command(liteBin, "--db", db, "work", "--grace", "10s", "--",
+		"sh", "-c", fmt.Sprintf("touch %s/started; sleep 1; printf finished", dir))
+	cmd.Stderr = &lockedWriter{mu: &w.mu, w: &w.logs}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	watch(t, w, cmd)
+	eventually(t, "the command runs", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil
+	})
+	// timeout's one SIGTERM: to the child, then to the group.
+	is.NoErr(syscall.Kill(cmd.Process.Pid, syscall.SIGTERM))
+	is.NoErr(syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM))
+	is.Equal(w.wait(t), 0) // a graceful stop, not "stopped at once"
+	j := showJob(t, db, 1)
+	is.Equal(j.State, "done") // the running command had its grace
+	is.Equal(j.Result, "finished")
 }
 
 func TestWorkSurvivesABrokenLogPipe(t *testing.T) {
@@ -323,7 +350,7 @@ func TestWorkReportsFailedAttempts(t *testing.T) {
 			db := e.db(t)
 			mustLite(t, db, "", "enqueue", "--max-attempts", "1", "x")
 			r := runLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "echo oops >&2; exit 3")
-			is.Equal(r.code, 0)
+			is.Equal(r.code, cmd.ExitJobsDied) // its one attempt failed: dead
 			is.True(strings.Contains(r.stderr, `msg="lite: job attempt failed" job_id=1 `))
 			is.True(strings.Contains(r.stderr, " attempt=1 "))
 			is.True(strings.Contains(r.stderr, ` err="exit status 3: oops"`))
@@ -333,7 +360,7 @@ func TestWorkReportsFailedAttempts(t *testing.T) {
 			is := is.New(t)
 			db := e.db(t)
 			mustLite(t, db, "", "enqueue", "x")
-			mustLite(t, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "exit 100")
+			mustLiteExit(t, cmd.ExitJobsDied, db, "", "work", "--exit-when-empty", "--", "sh", "-c", "exit 100")
 			j := showJob(t, db, 1)
 			is.Equal(j.State, "dead")
 			is.Equal(j.Errors[0].Error, "exit status 100")

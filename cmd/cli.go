@@ -93,11 +93,29 @@ func jobError(op string, id int64, err error) error {
 	return fmt.Errorf("%s job %d: %w", op, id, err)
 }
 
+// ExitJobsDied is the exit code of lite work --exit-when-empty when a job
+// it ran died (its attempts spent, or its command exited 100).
+const ExitJobsDied = 3
+
+// exitError is an error with an exit code of its own.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
 // ExitCode is the process exit code for an error Run returned: 2 for a
-// usage error, 1 for any other.
+// usage error (a setting the library refused as given is one), an
+// exitError's own code, 1 for any other.
 func ExitCode(err error) int {
-	if errors.As(err, new(usageError)) {
+	var coded exitError
+	switch {
+	case errors.As(err, new(usageError)), errors.Is(err, lite.ErrInvalid):
 		return 2
+	case errors.As(err, &coded):
+		return coded.code
 	}
 	return 1
 }
@@ -106,8 +124,9 @@ func ExitCode(err error) int {
 // out of the parser without calling os.Exit.
 type exitRequest int
 
-// createsFile lists the commands that may make a new database; the others
-// refuse a missing file rather than create an empty one.
+// createsFile lists the commands that may make a new database, saying so
+// on stderr; the others refuse a missing file rather than create an empty
+// one.
 var createsFile = map[string]bool{"enqueue": true, "work": true, "serve": true, "schedule add": true, "pause": true, "limit": true}
 
 // dbMapper reads a database flag: a file path is made absolute, as kong's
@@ -174,6 +193,19 @@ func commandName(kctx *kong.Context) string {
 	return strings.Join(words, " ")
 }
 
+// queueOptions are the options command opens the queue with: a worker's
+// results may be as large as its --max-result.
+func (cli *root) queueOptions(command string) lite.Options {
+	var maxResult int
+	switch command {
+	case "work":
+		maxResult = cli.Work.maxResult
+	case "serve":
+		maxResult = cli.Serve.maxResult
+	}
+	return lite.Options{MaxPayloadBytes: max(maxResult, lite.DefaultMaxPayloadBytes)}
+}
+
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.
 func Run(ctx context.Context, args []string, env Env) (err error) {
@@ -193,7 +225,13 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 			if err := checkDB(cli.DB, createsFile[command]); err != nil {
 				return nil, err
 			}
-			q, err := lite.Open(ctx, cli.DB, lite.Options{})
+			_, missing := os.Stat(cli.DB)
+			q, err := lite.Open(ctx, cli.DB, cli.queueOptions(command))
+			if err == nil && errors.Is(missing, fs.ErrNotExist) && !lite.IsServerURL(cli.DB) {
+				// A typo in --db or LITE_DB shows here, not as a worker
+				// waiting on an empty file.
+				fmt.Fprintf(env.Stderr, "lite: created new database %s\n", safe(cli.DB))
+			}
 			queue = q
 			return q, err
 		}),
@@ -224,6 +262,9 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		return usageError{err}
 	}
 	command = commandName(kctx)
+	if command == "demo" && lite.IsServerURL(cli.DB) {
+		return usagef("demo runs on a SQLite file of its own (--file), not on the server that --db or LITE_DB names (%s)", lite.Redact(cli.DB))
+	}
 	err = kctx.Run()
 	if queue != nil {
 		err = errors.Join(err, queue.Close())

@@ -2,13 +2,14 @@ package cmd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"reflect"
 	"strings"
 	"time"
 
@@ -22,13 +23,15 @@ type enqueueCmd struct {
 	Kind        string            `short:"k" default:"default" help:"Kind of job."`
 	Priority    int               `short:"p" help:"Higher runs first."`
 	Delay       time.Duration     `help:"Run no sooner than this from now (e.g. 90s, 5m)."`
-	At          time.Time         `help:"Run no sooner than this time (RFC 3339)." format:"2006-01-02T15:04:05Z07:00"`
+	At          string            `placeholder:"TIME" help:"Run no sooner than this time: local time as 2026-12-01 21:37 or 2026-12-01 21:37:05, or RFC 3339 (2026-12-01T21:37:05Z, 2026-12-01T21:37:05+01:00)."`
 	MaxAttempts int               `help:"Attempts before the job is dead (default 10)."`
 	UniqueKey   string            `help:"At most one unfinished job with this key in the queue."`
 	Tag         []string          `help:"Tag the job (repeat, or a,b); lite ls --tag finds it."`
 	Meta        map[string]string `mapsep:"none" placeholder:"KEY=VALUE" help:"Metadata the job carries (repeat for more keys)."`
 	File        string            `type:"path" help:"Enqueue every line of this JSON Lines file; - reads standard input."`
-	Payload     string            `arg:"" optional:"" help:"The payload; - reads it from standard input."`
+	Payload     *string           `arg:"" optional:"" help:"The payload; - reads it from standard input; \"\" is an empty one."`
+
+	runAt time.Time // --at, read by Validate
 }
 
 // jsonLine is one line of an enqueue file. A string payload is stored as
@@ -46,22 +49,42 @@ type jsonLine struct {
 	Meta        map[string]string `json:"meta"`
 }
 
-// Run enqueues and prints the new job's id (--json: the job), or with
-// --file a count (--json: {"enqueued": N, "duplicates": M}).
-// Validate refuses an --at of the zero time, which would pass for no --at
-// at all and run the job now; the library refuses every other time before
-// 1970.
+// Validate reads --at, and refuses a job with no payload asked for from a
+// terminal: lite enqueue alone would add an empty job while the user
+// waits to type one.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
-	given := slices.ContainsFunc(kctx.Args, func(a string) bool { return a == "--at" || strings.HasPrefix(a, "--at=") })
-	if given && c.At.IsZero() {
-		return fmt.Errorf("--at %s is outside 1970-01-01 to 9999-12-31", c.At.Format(time.RFC3339))
+	if c.At != "" {
+		at, err := parseAt(c.At, time.Local)
+		if err != nil {
+			return err
+		}
+		if at.IsZero() { // it would pass for no --at at all and run the job now
+			return fmt.Errorf("--at %s is outside 1970-01-01 to 9999-12-31", c.At)
+		}
+		c.runAt = at
 	}
 	return nil
 }
 
+// parseAt reads an --at: RFC 3339, or a date and a time of day (with or
+// without seconds, a space or a T between) in loc.
+func parseAt(s string, loc *time.Location) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02T15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--at %q is not a time: give a local date and time as 2026-12-01 21:37 or 2026-12-01 21:37:05, or RFC 3339 with its zone as 2026-12-01T21:37:05Z or 2026-12-01T21:37:05+01:00", s)
+}
+
+// Run enqueues and prints the new job's id (--json: the job), or with
+// --file a count (--json: {"enqueued": N, "duplicates": M}).
 func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	if c.File != "" {
-		if c.Payload != "" {
+		if c.Payload != nil {
 			return usagef("enqueue: give a payload or --file, not both")
 		}
 		return c.enqueueFile(ctx, env, g, q)
@@ -69,19 +92,16 @@ func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue
 	if c.Delay < 0 {
 		return usagef("enqueue: --delay %s is negative", c.Delay)
 	}
-	if c.Delay > 0 && !c.At.IsZero() {
+	if c.Delay > 0 && !c.runAt.IsZero() {
 		return usagef("enqueue: give --delay or --at, not both")
 	}
 
-	payload := []byte(c.Payload)
-	if c.Payload == "-" {
-		var err error
-		if payload, err = readCapped(env.Stdin, lite.DefaultMaxPayloadBytes); err != nil {
-			return fmt.Errorf("enqueue: payload: %w", err)
-		}
+	payload, err := c.payload(env.Stdin)
+	if err != nil {
+		return err
 	}
 	id, err := q.Enqueue(ctx, lite.NewJob{Queue: c.Queue, Kind: c.Kind, Payload: payload, Priority: c.Priority,
-		RunAt: c.At, Delay: c.Delay, MaxAttempts: c.MaxAttempts, UniqueKey: c.UniqueKey, Tags: c.Tag, Meta: c.Meta})
+		RunAt: c.runAt, Delay: c.Delay, MaxAttempts: c.MaxAttempts, UniqueKey: c.UniqueKey, Tags: c.Tag, Meta: c.Meta})
 	if errors.Is(err, lite.ErrDuplicate) {
 		return fmt.Errorf("enqueue: unique key %q is held by job %d", c.UniqueKey, id)
 	}
@@ -97,6 +117,36 @@ func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue
 	}
 	_, err = fmt.Fprintln(env.Stdout, id)
 	return err
+}
+
+// payload is the job's payload: the argument, standard input for -, or
+// with no argument an empty one, unless standard input is a terminal (or
+// another device), whose user may be waiting to type it.
+func (c *enqueueCmd) payload(stdin io.Reader) ([]byte, error) {
+	switch {
+	case c.Payload == nil && isDevice(stdin):
+		return nil, usagef(`enqueue: no payload: give it as an argument, - to read it from standard input, or "" for an empty one`)
+	case c.Payload == nil:
+		return nil, nil
+	case *c.Payload == "-":
+		payload, err := readCapped(stdin, lite.DefaultMaxPayloadBytes)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue: payload: %w", err)
+		}
+		return payload, nil
+	}
+	return []byte(*c.Payload), nil
+}
+
+// isDevice says whether r is a terminal or another device rather than a
+// pipe or a file.
+func isDevice(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 // readCapped reads all of r, failing once it passes limit bytes rather
@@ -237,14 +287,55 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 	return err
 }
 
+// errNotAnObject is a line that is not a JSON object.
+var errNotAnObject = errors.New(`not a JSON object: each line is one job, as {"payload": "hello", "queue": "mail"}`)
+
+// lineFields are the fields a line may have.
+const lineFields = "queue, kind, payload, priority, delay, run_at, max_attempts, unique_key"
+
+// lineError words why a line did not decode, for a person fixing the file.
+func lineError(err error) error {
+	var syntax *json.SyntaxError
+	var field *json.UnmarshalTypeError
+	var at *time.ParseError
+	switch {
+	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("not valid JSON: %w", err)
+	case errors.As(err, &at):
+		return fmt.Errorf(`"run_at" %q is not an RFC 3339 time (2026-12-01T21:37:05Z)`, at.Value)
+	case errors.As(err, &field) && field.Field != "":
+		return fmt.Errorf("%q must be %s, not a JSON %s", field.Field, jsonKind(field.Type.Kind()), field.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Errorf("%s: a line may have %s", strings.TrimPrefix(err.Error(), "json: "), lineFields)
+	}
+	return err
+}
+
+// jsonKind words what a field of kind k takes.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int:
+		return "a whole number"
+	case reflect.String, reflect.Struct: // time.Time reads a string
+		return "a string"
+	}
+	return "any JSON value"
+}
+
 // parseLine reads one JSON line; flags give the defaults for what it
 // leaves out.
 func (c *enqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
 	var l jsonLine
+	if !bytes.HasPrefix(text, []byte("{")) {
+		return lite.NewJob{}, errNotAnObject
+	}
 	dec := json.NewDecoder(strings.NewReader(string(text)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l); err != nil {
-		return lite.NewJob{}, err
+		return lite.NewJob{}, lineError(err)
+	}
+	if dec.More() {
+		return lite.NewJob{}, errors.New("text after the job's JSON object: give one object per line")
 	}
 	j := lite.NewJob{Queue: l.Queue, Kind: l.Kind, Priority: l.Priority, RunAt: l.RunAt,
 		MaxAttempts: l.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta}
@@ -266,7 +357,7 @@ func (c *enqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
 	if l.Delay != "" {
 		d, err := time.ParseDuration(l.Delay)
 		if err != nil {
-			return j, fmt.Errorf("delay: %w", err)
+			return j, fmt.Errorf(`"delay" %q is not a duration (90s, 5m, 1h30m)`, l.Delay)
 		}
 		j.Delay = d
 	}

@@ -51,6 +51,8 @@ func (r *rate) UnmarshalText(b []byte) error {
 		return fmt.Errorf("rate %q: the period is not a positive duration (1s, 1m, 500ms)", s)
 	case per < time.Millisecond:
 		return fmt.Errorf("rate %q: the period is under a millisecond, the finest time lite stores", s)
+	case per%time.Millisecond != 0:
+		return fmt.Errorf("rate %q: the period is not a whole number of milliseconds, the finest time lite stores", s)
 	}
 	*r = rate{n, per}
 	return nil

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +12,11 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -43,8 +46,8 @@ const shutdownSlack = 5 * time.Second
 // workCmd runs a command once per job.
 type workCmd struct {
 	workerFlags
-	ExitWhenEmpty bool     `help:"Exit once no job in the queues is available or running."`
-	Command       []string `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result; exit 100 fails for good; any other exit fails the attempt."`
+	ExitWhenEmpty bool     `help:"Exit once nothing is startable now and no job of its queues runs anywhere (a job due later, one waiting out its retry backoff, a paused queue's jobs and jobs held back by limits do not count). Exit status: 0 when no job it ran died, 3 when some did, 1 on an error, 2 on a usage error."`
+	Command       []string `arg:"" passthrough:"" help:"The command, after --. The payload is its stdin; exit 0 is done with stdout as the result (up to --max-result); exit 100 fails for good; any other exit fails the attempt."`
 }
 
 // workerFlags configure the worker that runs a command once per job: lite
@@ -56,9 +59,11 @@ type workerFlags struct {
 	StaleAfter  time.Duration `default:"30s" help:"How long a heartbeat may lapse before a job is reclaimed (at least three heartbeats)."`
 	Timeout     time.Duration `help:"Stop a job's command after this long and fail the attempt (default: no limit)."`
 	Poll        time.Duration `default:"5ms" help:"How often to look for jobs enqueued by other processes."`
-	Grace       time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL."`
+	Grace       time.Duration `default:"10s" help:"At shutdown, how long running commands may finish; after SIGTERM, how long before SIGKILL. A second request to stop (another signal, or the same one a second or more after the first) kills them at once."`
+	MaxResult   string        `default:"1MiB" placeholder:"SIZE" help:"The most of a command's stdout kept as its job's result (B, KiB, MiB; default 1MiB, at most 64MiB). More is cut to this size, marked with the real size; the job is still done."`
 
-	queues map[string]lite.QueueConfig // --queue, parsed by validate
+	queues    map[string]lite.QueueConfig // --queue, parsed by validate
+	maxResult int                         // --max-result, parsed by validate
 }
 
 // argv is the command to run: kong's passthrough keeps the -- itself.
@@ -105,6 +110,12 @@ func (c *workerFlags) validate(argv []string) error {
 		return err
 	}
 	c.queues = queues
+	if c.maxResult, err = parseSize(c.MaxResult); err != nil {
+		return fmt.Errorf("--max-result %q: %w", c.MaxResult, err)
+	}
+	if c.maxResult < minMaxResult || c.maxResult > maxMaxResult {
+		return fmt.Errorf("--max-result %s: give 1KiB to 64MiB", c.MaxResult)
+	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		// exec's message names the command twice; say it once.
 		var execErr *exec.Error
@@ -157,17 +168,19 @@ func parseQueues(flags []string) (map[string]lite.QueueConfig, error) {
 	return queues, nil
 }
 
-// Run works until SIGINT or SIGTERM (then shuts down gracefully; a second
-// signal stops it at once), or with --exit-when-empty until the queues are
-// empty.
+// Run works until SIGINT, SIGTERM or SIGHUP (then shuts down gracefully;
+// a second request, another signal or the same one a second or more
+// after the first, stops it at once), or with --exit-when-empty until nothing is
+// startable now.
 func (c *workCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	return c.work(ctx, env, g, q, argv(c.Command), c.ExitWhenEmpty, nil)
 }
 
 // work runs argv once per job until ctx ends, or with exitWhenEmpty until
-// the queues are empty; onEvent, if set, sees every worker event.
+// nothing is startable now; onEvent, if set, sees every worker event.
 func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Queue, argv []string, exitWhenEmpty bool, onEvent func(lite.Event)) error {
 	log := slog.New(slog.NewTextHandler(quietWriter{env.Stderr}, &slog.HandlerOptions{Level: g.LogLevel}))
+	var died atomic.Int64
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Queues:            c.queues,
 		Concurrency:       c.Concurrency,
@@ -177,37 +190,74 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Que
 		Timeout:           c.Timeout,
 		ShutdownGrace:     2*c.Grace + shutdownSlack,
 		Logger:            log,
-		OnEvent:           onEvent,
+		OnEvent: func(ev lite.Event) {
+			logEvent(log, ev)
+			if ev.Kind == lite.EventFailed && ev.State == lite.StateDead {
+				died.Add(1)
+			}
+			if onEvent != nil {
+				onEvent(ev)
+			}
+		},
+		StopWhenIdle: exitWhenEmpty,
 	})
 	if err != nil {
 		return usageError{fmt.Errorf("work: %w", err)}
 	}
+	c.logStart(log, g.DB)
 	stopLog := context.AfterFunc(ctx, func() {
-		log.Info("lite: shutting down: running commands may finish within the grace; signal again to stop them at once",
+		log.Info("lite: shutting down: running commands may finish within the grace; a second request (another signal, or the same one a second later) stops them at once",
 			"grace", c.Grace)
 	})
 	defer stopLog()
-	work := ctx
-	if exitWhenEmpty {
-		var stop context.CancelFunc
-		work, stop = context.WithCancel(ctx)
-		defer stop()
-		go stopWhenEmpty(work, q, slices.Sorted(maps.Keys(c.queues)), stop)
-	}
 	now := stopNow(ctx)
-	w.Handle(lite.AnyKind, c.handler(argv, work.Done(), now))
-	if err := w.Run(work); err != nil {
+	w.Handle(lite.AnyKind, c.handler(argv, log, ctx.Done(), now))
+	if err := w.Run(ctx); err != nil {
 		return err
-	}
-	if exitWhenEmpty && ctx.Err() == nil {
-		cleanBeforeExit(ctx, q, log)
 	}
 	select {
 	case <-now:
 		return errors.New("work: stopped at once on a second signal: running commands were killed; a job whose give-back failed (see the log) is reclaimed once its stale-after lapses")
 	default:
+	}
+	if !exitWhenEmpty {
 		return nil
 	}
+	if ctx.Err() == nil {
+		cleanBeforeExit(ctx, q, log)
+	}
+	if n := died.Load(); n > 0 {
+		return exitError{ExitJobsDied, fmt.Errorf("work: %d jobs died during this run (lite ls -s dead lists them)", n)}
+	}
+	return nil
+}
+
+// logStart says what the worker works: a typo in --db or --queue shows
+// at once rather than as a worker that waits on nothing.
+func (c *workerFlags) logStart(log *slog.Logger, db string) {
+	queues, slots := "every queue", c.Concurrency
+	if len(c.queues) > 0 {
+		var each []string
+		slots = 0
+		for _, name := range slices.Sorted(maps.Keys(c.queues)) {
+			n := cmp.Or(c.queues[name].Concurrency, c.Concurrency)
+			each, slots = append(each, fmt.Sprintf("%s=%d", safe(name), n)), slots+n
+		}
+		queues = strings.Join(each, ",")
+	}
+	log.Info("lite: working", "db", lite.Redact(db), "queues", queues, "slots", slots)
+}
+
+// logEvent logs each job's start and end at debug level.
+func logEvent(log *slog.Logger, ev lite.Event) {
+	if !log.Enabled(context.Background(), slog.LevelDebug) || ev.Job == nil {
+		return
+	}
+	args := []any{"id", ev.JobID, "generation", ev.Generation, "queue", safe(ev.Job.Queue), "kind", safe(ev.Job.Kind), "state", ev.State}
+	if ev.Why != "" {
+		args = append(args, "why", ev.Why)
+	}
+	log.Debug("lite: job "+string(ev.Kind), args...)
 }
 
 type stopNowKey struct{}
@@ -245,23 +295,6 @@ func cleanBeforeExit(ctx context.Context, q *lite.Queue, log *slog.Logger) {
 	}
 }
 
-// stopWhenEmpty calls stop once nothing in the queues is left to do.
-func stopWhenEmpty(ctx context.Context, q *lite.Queue, queues []string, stop context.CancelFunc) {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := q.Unfinished(ctx, queues); err == nil && n == 0 {
-				stop()
-				return
-			}
-		}
-	}
-}
-
 // quietWriter drops write errors. A log line that cannot be written has
 // nowhere else to go, and a closed log pipe must not stop a worker: slog
 // drops a handler's error today, and this keeps it so whatever writes.
@@ -277,7 +310,7 @@ func (q quietWriter) Write(p []byte) (int, error) {
 // command's exit status decides: 0 is done with stdout as the result, 100
 // fails for good, any other fails the attempt. A command lite stopped fails
 // the attempt (timeout, lost lease), or gives the job back (shutdown).
-func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite.Handler {
+func (c *workerFlags) handler(argv []string, log *slog.Logger, shutdown, now <-chan struct{}) lite.Handler {
 	return func(ctx context.Context, job *lite.Job) error {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(),
@@ -288,8 +321,7 @@ func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite
 			"LITE_JOB_KIND="+job.Kind,
 			"LITE_JOB_TOKEN="+job.LeaseToken,
 		)
-		// One byte over the limit is kept, so that the ack can refuse it.
-		stdout := &headWriter{max: lite.DefaultMaxPayloadBytes + 1}
+		stdout := &headWriter{max: c.maxResult}
 		stderr := &tailWriter{max: stderrTail}
 		p, err := proc.AttachPipes(cmd, job.Payload, stdout, stderr)
 		if err != nil {
@@ -325,21 +357,66 @@ func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite
 		if err != nil {
 			return err
 		}
-		lite.SetResult(ctx, stdout.b)
+		if stdout.n > int64(len(stdout.b)) {
+			log.Warn("lite: a command's output is over --max-result: its job's result is cut to it, marked",
+				"id", job.ID, "bytes", stdout.n, "max_result", c.maxResult)
+		}
+		lite.SetResult(ctx, stdout.result())
 		return nil
 	}
 }
 
-// headWriter keeps the first max bytes written to it.
+// The range of --max-result: room for the truncation mark, and a bound
+// on what each slot may hold in memory.
+const (
+	minMaxResult = 1 << 10
+	maxMaxResult = 64 << 20
+)
+
+// headWriter keeps the first max bytes written to it and counts them all.
 type headWriter struct {
 	max int
 	b   []byte
+	n   int64 // every byte written
 }
 
 func (h *headWriter) Write(p []byte) (int, error) {
 	h.b = append(h.b, p[:min(len(p), h.max-len(h.b))]...)
+	h.n += int64(len(p))
 	return len(p), nil
 }
+
+// result is the output whole if it fit in max, else its head cut so that
+// a mark with its real size fits after it within max.
+func (h *headWriter) result() []byte {
+	if h.n <= int64(h.max) {
+		return h.b
+	}
+	// The mark names what is kept, which the mark's own length decides:
+	// measured with max in its place, it can only be as long or shorter.
+	keep := h.max - len(truncationMark(h.n, h.max))
+	return append(h.b[:keep:keep], truncationMark(h.n, keep)...)
+}
+
+func truncationMark(total int64, kept int) string {
+	return fmt.Sprintf("\n[lite: output truncated: %d bytes, the first %d kept]\n", total, kept)
+}
+
+// parseSize reads a byte count: a whole number, with B, KiB or MiB.
+func parseSize(s string) (int, error) {
+	m := sizePattern.FindStringSubmatch(s)
+	if m == nil {
+		return 0, errors.New("give a whole number of bytes with B, KiB or MiB, as in 512KiB")
+	}
+	n, err := strconv.Atoi(m[1])
+	unit := map[string]int{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20}[m[2]]
+	if err != nil || n > maxMaxResult/unit {
+		return 0, errors.New("too large")
+	}
+	return n * unit, nil
+}
+
+var sizePattern = regexp.MustCompile(`^([0-9]+)(B|KiB|MiB)?$`)
 
 // tailWriter keeps the last max bytes written to it.
 type tailWriter struct {

@@ -61,7 +61,8 @@ func (q *Queue) AckDone(ctx context.Context, l Lease, result []byte) error {
 	if err := q.checkResult(l, result); err != nil {
 		return fmt.Errorf("ack done: %w", err)
 	}
-	if err := q.ackDone(ctx, q.writer(), l, result); err != nil {
+	err := q.write(ctx, q.sql(ackDoneSQL), func(c conn) error { return q.ackDone(ctx, c, l, result) })
+	if err != nil {
 		return fmt.Errorf("ack done: %w", q.explainLoss(ctx, classify(err), l))
 	}
 	return nil
@@ -138,7 +139,7 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ack done: %w", err)
 	}
-	acked, err := q.matched(ctx, q.sql(ackDoneManySQL), q.nowMillis(), string(encoded))
+	acked, err := q.matched(ctx, q.sql(ackDoneManySQL), func() []any { return []any{q.nowMillis(), string(encoded)} })
 	if err != nil {
 		return nil, fmt.Errorf("ack done: %w", err)
 	}
@@ -317,14 +318,14 @@ func isWritesError(err error) bool {
 	return errors.As(err, &we)
 }
 
+// fail records a failure, with writes in its transaction. Inside a
+// handler's ack writes it is refused (see uncancelled), before it waits
+// for the writer the ack holds.
 func (q *Queue) fail(ctx context.Context, l Lease, cause error, writes func(tx *sql.Tx, f Failure) error) (Failure, error) {
-	if insideAckWrites(ctx) {
-		return Failure{}, errWriteInsideAck
-	}
 	if writes == nil {
-		return q.recordFailure(ctx, q.writer(), l, cause)
+		return q.recordFailureNow(ctx, l, cause)
 	}
-	if _, err := q.stmts.prepare(ctx, q.sql(ackFailedSQL)); err != nil {
+	if err := q.prepareForTx(ctx, q.sql(ackFailedSQL)); err != nil {
 		return Failure{}, classify(err)
 	}
 	var f Failure
@@ -344,10 +345,23 @@ func (q *Queue) fail(ctx context.Context, l Lease, cause error, writes func(tx *
 	case !errors.As(err, &writesFailed):
 		return Failure{}, classify(err)
 	}
-	if f, err = q.recordFailure(ctx, q.writer(), l, errors.Join(cause, writesFailed)); err != nil {
+	if f, err = q.recordFailureNow(ctx, l, errors.Join(cause, writesFailed)); err != nil {
 		return Failure{}, err
 	}
 	f.Why = WhyFailureWritesFailed
+	return f, nil
+}
+
+// recordFailureNow runs recordFailure as a write of its own (see write).
+func (q *Queue) recordFailureNow(ctx context.Context, l Lease, cause error) (Failure, error) {
+	var f Failure
+	err := q.write(ctx, q.sql(ackFailedSQL), func(c conn) (err error) {
+		f, err = q.recordFailure(ctx, c, l, cause)
+		return err
+	})
+	if err != nil {
+		return Failure{}, classify(err)
+	}
 	return f, nil
 }
 

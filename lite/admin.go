@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"modernc.org/sqlite"
@@ -79,7 +80,7 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("cancel job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, q.sql(cancelSQL), q.nowMillis(), cancelledText, id).Scan(&gen)
+	err := q.writeRowNow(ctx, q.sql(cancelSQL), &gen, cancelledText, id)
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateAvailable, StateRunning))
 	}
@@ -117,7 +118,7 @@ func (q *Queue) Retry(ctx context.Context, id int64) error {
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("retry job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, q.sql(retrySQL), q.nowMillis(), id).Scan(&id)
+	err := q.writeRowNow(ctx, q.sql(retrySQL), &id, id)
 	if isUniqueViolation(err) {
 		err = q.keyHolder(ctx, id)
 	}
@@ -163,39 +164,31 @@ func (q *Queue) keyHolder(ctx context.Context, id int64) error {
 	return fmt.Errorf("key %q held by job %d: %w", key, holder, ErrDuplicate)
 }
 
-// purgeSQL repeats the finished states literally so that SQLite can use
-// the partial index on finished jobs.
-var purgeSQL = stmt{
-	sqlite: `delete from lite_jobs
-where state in ('done', 'dead', 'cancelled')
-  and state in (select value from json_each(?)) and finished_at < ?`,
-	postgres: `delete from lite_jobs
-where state in ('done', 'dead', 'cancelled')
-  and state in (select jsonb_array_elements_text($1::jsonb)) and finished_at < $2`,
-}
-
 // Purge deletes jobs in the given finished states (done, dead, cancelled;
 // empty means all three) that finished before before, and returns how many
-// it deleted. Ids are never reused, so a purged job's stale lease can
+// it deleted. It deletes as Clean does, in batches of a few hundred, each
+// its own short transaction paced so that other writers of the file go on
+// meanwhile; if ctx ends between batches it returns what it deleted with
+// ctx's error. Ids are never reused, so a purged job's stale lease can
 // never match a new one.
 func (q *Queue) Purge(ctx context.Context, before time.Time, states ...State) (int64, error) {
 	if len(states) == 0 {
 		states = []State{StateDone, StateDead, StateCancelled}
 	}
-	list := make([]string, len(states))
-	for i, s := range states {
+	for _, s := range states {
 		if !s.finished() {
 			return 0, fmt.Errorf("purge: %q is not a finished state (done, dead, cancelled)", s)
 		}
-		list[i] = string(s)
 	}
-	res, err := q.writer().ExecContext(ctx, q.sql(purgeSQL), jsonList(list), before.UnixMilli())
-	if err != nil {
-		return 0, fmt.Errorf("purge: %w", classify(err))
+	var rep CleanReport
+	for _, s := range slices.Compact(slices.Sorted(slices.Values(states))) {
+		// Before is exclusive; the cleaner's cut-off, in milliseconds, is not.
+		if err := q.cleanState(ctx, s, before.UnixMilli()-1, &rep); err != nil {
+			return rep.Deleted, fmt.Errorf("purge: %w", err)
+		}
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("purge: %w", classify(err))
+	if err := ctx.Err(); err != nil {
+		return rep.Deleted, fmt.Errorf("purge: %w", err)
 	}
-	return n, nil
+	return rep.Deleted, nil
 }

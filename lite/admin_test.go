@@ -395,3 +395,31 @@ func TestListCanOmitPayloadsAndResults(t *testing.T) {
 		is.Equal(string(jobs[0].Result), "a result")
 	})
 }
+
+func TestPurgeDeletesInBoundedBatchesThatLetOtherWritersCommit(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, dsn := e.mustOpen(t, clock)
+		finishMany(t, q, 401, 10)
+		clock.Advance(time.Second)
+		// Another process, which waits for the write lock no more than a
+		// millisecond: it commits between batches, or fails.
+		other := mustOpenOpts(t, dsn, lite.Options{BusyTimeout: time.Millisecond})
+		batches := 0
+		lite.SetAfterBatch(q, func() {
+			batches++
+			_, err := other.Enqueue(t.Context(), lite.NewJob{Queue: "other"})
+			is.NoErr(err) // the write lock is free between batches
+		})
+		n, err := q.Purge(t.Context(), clock.Now(), lite.StateDone)
+		is.NoErr(err)
+		is.Equal(n, int64(401))
+		is.Equal(batches, 3) // 200, 200 and 1: no transaction deletes more than 200
+		st, err := q.Stats(t.Context())
+		is.NoErr(err)
+		is.Equal(len(st), 1) // only the other process's jobs are left
+		is.Equal(st[0].Queue, "other")
+		is.Equal(st[0].Counts[lite.StateAvailable], int64(3))
+	})
+}

@@ -46,7 +46,7 @@ func (q *Queue) Backup(ctx context.Context, dest string, opts BackupOptions) err
 }
 
 func (q *Queue) backup(ctx context.Context, dest string, opts BackupOptions) error {
-	if q.engine == enginePostgres {
+	if q.engine.onServer() {
 		return errServerBackup
 	}
 	if err := checkPath(dest); err != nil {

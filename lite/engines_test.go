@@ -22,6 +22,9 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e testEngine)) {
 	litetest.ForEachEngine(t, func(t *testing.T, e litetest.Engine) { fn(t, testEngine{e, e.Name()}) })
 }
 
+// sqliteEngine is litetest.SQLite, for a test of what SQLite alone does.
+var sqliteEngine = testEngine{litetest.SQLite, "sqlite"}
+
 // onPostgres is litetest.RequirePostgres.
 func onPostgres(tb testing.TB) testEngine {
 	e := litetest.RequirePostgres(tb)

@@ -210,7 +210,11 @@ func (q *Queue) enqueue(ctx context.Context, j NewJob) (int64, error) {
 	if insideAckWrites(ctx) {
 		return 0, fmt.Errorf("enqueue %s: %w", r.queue, errWriteInsideAck)
 	}
-	id, err := q.insert(ctx, q.writer(), r)
+	var id int64
+	err = q.write(ctx, q.sql(insertJobSQL), func(c conn) (err error) {
+		id, err = q.insert(ctx, c, r) // created_at read once the lock is held
+		return err
+	})
 	if err != nil {
 		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
 	}

@@ -38,7 +38,8 @@ var (
 	// ErrNoSchedule means no schedule has the given name.
 	ErrNoSchedule = errors.New("no such schedule")
 	// ErrInvalid means a setting was refused as given (bad limits, a bad
-	// retention, a queue name lite does not take); nothing changed. It
+	// retention, a schedule's spec or zone that does not parse, a queue
+	// name lite does not take); nothing changed. It
 	// is the caller's mistake, where the other errors are the database's.
 	ErrInvalid = errors.New("invalid setting")
 	// ErrWorkersRunning means Vacuum found live workers announced in the

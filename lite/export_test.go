@@ -13,6 +13,12 @@ import (
 // could and decided how to wait, just before it waits.
 func SetIdleHook(w *Worker, hook func()) { w.idleHook = hook }
 
+// SetAfter replaces the timer a worker waits on after a failed lease.
+func SetAfter(w *Worker, after func(time.Duration) <-chan time.Time) { w.after = after }
+
+// SetAfterBatch calls f after each delete batch of Clean and Purge.
+func SetAfterBatch(q *Queue, f func()) { q.afterBatch = f }
+
 // PollOnly makes a worker find other processes' commits by polling alone,
 // as it does where the WAL cannot be watched.
 func PollOnly(w *Worker) { w.noWAL = true }
@@ -61,7 +67,7 @@ func FireAfter(ctx context.Context, q *Queue, between func()) (int, error) {
 		return 0, err
 	}
 	between()
-	return q.fireEach(ctx, due, now)
+	return q.fireEach(ctx, due)
 }
 
 // NoHardLinks makes Open create new files as it does on a file system
@@ -70,4 +76,19 @@ func FireAfter(ctx context.Context, q *Queue, between func()) (int, error) {
 func NoHardLinks(t interface{ Cleanup(func()) }) {
 	linkFile = func(string, string) error { return errors.ErrUnsupported }
 	t.Cleanup(func() { linkFile = os.Link })
+}
+
+// FreezeAfterFlowLock runs freeze in every PostgreSQL lease of a limited
+// queue once its rows are locked and in every change of settings once it
+// holds lite_queues, and FreezeAfterFireLock in every fire
+// once its schedule's row is held, until the test ends: a host frozen
+// inside the transaction. Tests using them must not run in parallel.
+func FreezeAfterFlowLock(t interface{ Cleanup(func()) }, freeze func()) {
+	afterFlowLock = freeze
+	t.Cleanup(func() { afterFlowLock = nil })
+}
+
+func FreezeAfterFireLock(t interface{ Cleanup(func()) }, freeze func()) {
+	afterFireLock = freeze
+	t.Cleanup(func() { afterFireLock = nil })
 }

@@ -117,13 +117,15 @@ for update`,
 // limits it reads stay true until it commits: on PostgreSQL in a
 // transaction that first locks the limited queues it may take from (a
 // queue list, or the queue of job id; null for either: no filter). query
-// is the text lease runs.
-func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullString, id sql.NullInt64, lease func(queryer) error) error {
+// is the text lease runs. lease reads the clock itself, once the lock is
+// held. staleAfter is the lease's promise, which bounds how long a host
+// frozen inside the transaction may hold the lock (see idleInTxSQL).
+func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullString, id sql.NullInt64, staleAfter time.Duration, lease func(queryer) error) error {
 	if q.leaseWithoutSync() {
 		return q.underNormalSync(ctx, query, lease)
 	}
 	if !q.engine.onServer() {
-		return lease(q.writer())
+		return q.write(ctx, query, func(c conn) error { return lease(c) })
 	}
 	// As on the writer, a statement that has started runs to its end: a
 	// cancel that cut the lease short could leave its row locks held by a
@@ -133,11 +135,49 @@ func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullStri
 		return err
 	}
 	return q.withTx(ctx, func(tx txConn) error {
+		if err := q.boundIdleInTx(ctx, tx, staleAfter); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, q.sql(lockFlowSQL), queues, id); err != nil {
 			return err
 		}
+		if afterFlowLock != nil {
+			afterFlowLock()
+		}
 		return lease(tx)
 	})
+}
+
+// afterFlowLock, when a test sets it, runs in a PostgreSQL transaction of
+// flow control once it holds its locks (a lease of a limited queue, the
+// queues' rows; a change of settings, lite_queues): a host frozen there.
+var afterFlowLock func()
+
+// serverTxIdle bounds how long a transaction of lite's on a server may
+// sit idle between its statements. None of lite's does for longer than a
+// round trip; one that does belongs to a host frozen (a SIGSTOP, a paused
+// VM, a long GC stall) while it holds row locks that every other host
+// waits for.
+const serverTxIdle = 2 * time.Second
+
+// idleInTxSQL makes the server end this session if its transaction sits
+// idle for longer than $1 milliseconds: the transaction rolls back and
+// its locks go, so that the other hosts wait no longer than that for a
+// frozen one, whose later statements then fail (nothing it wrote in the
+// transaction committed).
+var idleInTxSQL = stmt{
+	postgres: `select set_config('idle_in_transaction_session_timeout', $1, true)`,
+}
+
+// boundIdleInTx sets idleInTxSQL for tx to the shorter of serverTxIdle
+// and d (a lease's stale-after: a frozen host stops the others for no
+// longer than its own promise); 0 means serverTxIdle.
+func (q *Queue) boundIdleInTx(ctx context.Context, tx txConn, d time.Duration) error {
+	if d <= 0 || d > serverTxIdle {
+		d = serverTxIdle
+	}
+	_, err := tx.ExecContext(ctx, q.sql(idleInTxSQL), strconv.FormatInt(max(d.Milliseconds(), 1), 10))
+	return err
 }
 
 var (
@@ -157,13 +197,19 @@ on conflict (queue) do update set max_running = excluded.max_running, rate = exc
 	}
 	// waitForLeasesSQL makes a change of settings on PostgreSQL wait for
 	// every lease under way, which read the settings before it, to commit:
-	// the lock waits for each transaction that writes jobs, and a lease
-	// that begins after it waits for the change to commit, and reads it.
-	// So when Pause returns no lease that read the queue as open can still
-	// start its jobs. It holds writers of jobs back for as long as the
-	// change's own commit, a rare cost paid by a rare call.
+	// every lease statement reads lite_queues, and so holds a lock on it
+	// from before it takes its snapshot to its commit, which this lock
+	// waits for; a lease that begins after it waits for the change to
+	// commit, and reads it. So when Pause returns no lease that read the
+	// queue as open can still start its jobs. It waits for lite's leases
+	// alone, never for an app's transaction that wrote jobs (heartbeats,
+	// acks and enqueues do not read lite_queues), and no longer than
+	// pauseLockTimeout: meanwhile leases wait behind it.
 	waitForLeasesSQL = stmt{
-		postgres: `lock table lite_jobs in share mode`,
+		postgres: `lock table lite_queues in access exclusive mode`,
+	}
+	lockTimeoutSQL = stmt{
+		postgres: `select set_config('lock_timeout', $1, true)`,
 	}
 	// A row back at every default goes, so that a file that no longer
 	// uses flow control leases as one that never did.
@@ -172,6 +218,14 @@ on conflict (queue) do update set max_running = excluded.max_running, rate = exc
 		postgres: `delete from lite_queues where queue = $1 and not paused and max_running = 0 and rate = 0`,
 	}
 )
+
+// pauseLockTimeout bounds a change of settings' wait for the leases under
+// way (see waitForLeasesSQL): longer than a lease of a frozen host lives
+// (serverTxIdle), so that a change fails only behind a transaction that is
+// not lite's own lease and reads lite_queues (an app's open transaction
+// that read Stats): then it fails with ErrBusy rather than stop every
+// lease for as long.
+const pauseLockTimeout = serverTxIdle + time.Second
 
 // Pause stops every process from starting jobs of queue until Resume:
 // every lease refuses them, a worker's loop, Lease and RunJob alike, and
@@ -223,6 +277,11 @@ func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any
 		return codeError{fmt.Errorf("queue %q %s", queue, nameProblem(queue)), ErrInvalid}
 	}
 	err := q.withTx(ctx, func(tx txConn) error {
+		if q.engine.onServer() {
+			if err := q.boundServerWaits(ctx, tx); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, q.sql(set), args...); err != nil {
 			return err
 		}
@@ -232,14 +291,31 @@ func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any
 		if !q.engine.onServer() {
 			return nil // the lease under way holds the write lock this waited for
 		}
-		_, err := tx.ExecContext(ctx, q.sql(waitForLeasesSQL))
-		return err
+		if _, err := tx.ExecContext(ctx, q.sql(waitForLeasesSQL)); err != nil {
+			return err
+		}
+		if afterFlowLock != nil {
+			afterFlowLock()
+		}
+		return nil
 	})
 	if err != nil {
 		return classify(err)
 	}
 	q.notify()
 	return nil
+}
+
+// boundServerWaits bounds, on a server, how long a change of settings
+// waits for the leases under way (pauseLockTimeout), and how long a host
+// frozen inside it may hold what it locked, lite_queues among it, which
+// every lease waits for (serverTxIdle).
+func (q *Queue) boundServerWaits(ctx context.Context, tx txConn) error {
+	if err := q.boundIdleInTx(ctx, tx, 0); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, q.sql(lockTimeoutSQL), strconv.FormatInt(pauseLockTimeout.Milliseconds(), 10))
+	return err
 }
 
 // queueFlow is one queue's settings, as Stats shows them.

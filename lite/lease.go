@@ -224,8 +224,8 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 	if req.LockedBy == "" {
 		req.LockedBy = q.opts.Identity
 	}
-	now := q.nowMillis()
-	args := []any{req.LockedBy, now, now, req.StaleAfter.Milliseconds(), now}
+	// The time goes in once the lease's lock is held (see withNow).
+	args := []any{req.LockedBy, nil, nil, req.StaleAfter.Milliseconds(), nil}
 	queues, byKind := filterFor(req.Queues), len(req.Kinds) > 0
 	switch queues {
 	case oneQueue:
@@ -237,15 +237,23 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 		args = append(args, jsonList(req.Kinds))
 	}
 	args = append(args, req.Max)
+	// withNow sets the lease's time into args: called once its lock is
+	// held, so that a lease that waited for it starts its jobs at the time
+	// it took them, not lapsed already by the wait.
+	withNow := func() []any {
+		now := q.nowMillis()
+		args[1], args[2], args[4] = now, now, now
+		return args
+	}
 	texts := leaseSQLs[queues][b2i(byKind)]
-	jobs, err := q.leaseOutsideTx(ctx, q.sql(texts[1]), args)
+	jobs, err := q.leaseOutsideTx(ctx, q.sql(texts[1]), withNow)
 	if err != nil {
 		return nil, err
 	}
 	if len(jobs) == 0 {
 		query := q.sql(texts[0])
-		err = q.underFlow(ctx, query, nullList(req.Queues), sql.NullInt64{}, func(c queryer) error {
-			jobs, err = leaseRows(ctx, c, query, args)
+		err = q.underFlow(ctx, query, nullList(req.Queues), sql.NullInt64{}, req.StaleAfter, func(c queryer) error {
+			jobs, err = leaseRows(ctx, c, query, withNow())
 			return err
 		})
 		if err != nil {
@@ -276,11 +284,11 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 // does a lease that finds the queues empty, which then costs five round
 // trips. SQLite leases under underFlow alone: its lease needs no lock,
 // and on a FULL file commits unsynced there.
-func (q *Queue) leaseOutsideTx(ctx context.Context, query string, args []any) ([]*Job, error) {
+func (q *Queue) leaseOutsideTx(ctx context.Context, query string, args func() []any) ([]*Job, error) {
 	if !q.engine.onServer() {
 		return nil, nil
 	}
-	return leaseRows(ctx, q.writer(), query, args)
+	return leaseRows(ctx, q.writer(), query, args())
 }
 
 // leaseRows runs a lease statement and reads the jobs it returns.
@@ -347,12 +355,12 @@ returning ` + jobColumns,
 // kind not in kinds, or of a queue paused or at its limit, an error that
 // says so; none of them changes the job.
 func (q *Queue) leaseByID(ctx context.Context, id int64, kinds []string, lockedBy string, staleAfter time.Duration) (*Job, error) {
-	now := q.nowMillis()
 	list := nullList(kinds)
 	var j *Job
 	query := q.sql(leaseByIDSQL)
-	err := q.underFlow(ctx, query, sql.NullString{}, sql.NullInt64{Int64: id, Valid: true}, func(c queryer) error {
+	err := q.underFlow(ctx, query, sql.NullString{}, sql.NullInt64{Int64: id, Valid: true}, staleAfter, func(c queryer) error {
 		var err error
+		now := q.nowMillis() // read once the lease's lock is held
 		j, err = scanJob(c.QueryRowContext(ctx, query,
 			lockedBy, now, now, staleAfter.Milliseconds(), id, list, list))
 		return err
@@ -425,7 +433,7 @@ func (q *Queue) Renew(ctx context.Context, leases []Lease) ([]error, error) {
 		pairs[i] = [2]int64{l.JobID, l.Generation}
 	}
 	list, _ := json.Marshal(pairs) // int pairs always marshal
-	renewed, err := q.matched(ctx, q.sql(renewSQL), q.nowMillis(), string(list))
+	renewed, err := q.matched(ctx, q.sql(renewSQL), func() []any { return []any{q.nowMillis(), string(list)} })
 	if err != nil {
 		return nil, fmt.Errorf("renew: %w", err)
 	}
@@ -439,22 +447,26 @@ func (q *Queue) Renew(ctx context.Context, leases []Lease) ([]error, error) {
 }
 
 // matched runs a fenced statement over a list of leases and returns the
-// (id, generation) pairs it returned: the leases whose guard held.
-func (q *Queue) matched(ctx context.Context, query string, args ...any) (map[[2]int64]bool, error) {
-	rows, err := q.writer().QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, classify(err)
-	}
+// (id, generation) pairs it returned: the leases whose guard held. args
+// gives its arguments once its lock is held (see write).
+func (q *Queue) matched(ctx context.Context, query string, args func() []any) (map[[2]int64]bool, error) {
 	held := map[[2]int64]bool{}
-	for rows.Next() {
-		var pair [2]int64
-		if err := rows.Scan(&pair[0], &pair[1]); err != nil {
-			rows.Close()
-			return nil, err
+	err := q.write(ctx, query, func(c conn) error {
+		rows, err := c.QueryContext(ctx, query, args()...)
+		if err != nil {
+			return err
 		}
-		held[pair] = true
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		for rows.Next() {
+			var pair [2]int64
+			if err := rows.Scan(&pair[0], &pair[1]); err != nil {
+				rows.Close()
+				return err
+			}
+			held[pair] = true
+		}
+		return errors.Join(rows.Err(), rows.Close())
+	})
+	if err != nil {
 		return nil, classify(err)
 	}
 	return held, nil

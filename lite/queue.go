@@ -149,6 +149,8 @@ type Queue struct {
 	wakeup wakeup
 	sched  wakeup // schedules changed in this process
 	closed sync.Once
+
+	afterBatch func() // tests: called after each delete batch of Clean and Purge commits
 }
 
 // Open opens the queue in the SQLite file at path, creating it (mode 0600)
@@ -461,4 +463,51 @@ func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// write runs fn, one write whose statement is query, so that the time fn
+// reads from the clock (once) comes after the write's lock is held. On a
+// file that is a transaction on the writer, begun IMMEDIATE: a write that
+// waited for another process's lock (an app's transaction, a long purge)
+// longer than a lease's stale-after must not store the time from before
+// the wait, or its lease would commit lapsed. On a server it is the one
+// statement, its clock read just before it: none of these takes a lock
+// that lite holds on a table, so it waits at most for a row that another
+// transaction is changing (a job's own ack in an app's transaction), and
+// then reads the row as that transaction left it (its time older by that
+// wait).
+func (q *Queue) write(ctx context.Context, query string, fn func(c conn) error) error {
+	if q.engine.onServer() {
+		// Refused before it runs, with the reason, inside ack writes.
+		if _, err := uncancelled(ctx); err != nil {
+			return err
+		}
+		return fn(q.writer())
+	}
+	if err := q.prepareForTx(ctx, query); err != nil {
+		return err
+	}
+	return q.withTx(ctx, func(tx txConn) error { return fn(tx) })
+}
+
+// prepareForTx prepares query before a transaction on the writer holds
+// it, which preparing would wait for, so that the transaction reuses the
+// statement rather than parse it. Like every write, it is refused inside
+// a handler's ack writes (see uncancelled).
+func (q *Queue) prepareForTx(ctx context.Context, query string) error {
+	ctx, err := uncancelled(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = q.stmts.prepare(ctx, query)
+	return err
+}
+
+// writeRowNow runs query, a write that returns one integer into dest, as
+// write does: its first argument is the time, read once the lock is held,
+// and args follow.
+func (q *Queue) writeRowNow(ctx context.Context, query string, dest *int64, args ...any) error {
+	return q.write(ctx, query, func(c conn) error {
+		return c.QueryRowContext(ctx, query, append([]any{q.nowMillis()}, args...)...).Scan(dest)
+	})
 }

@@ -24,7 +24,7 @@ func (q *Queue) Engine() string { return q.engine.String() }
 // needs no Rebind; one that uses PostgreSQL's jsonb operators ?, ?| and
 // ?& must be written that way.
 func (q *Queue) Rebind(query string) string {
-	if q.engine != enginePostgres || !strings.Contains(query, "?") {
+	if !q.engine.onServer() || !strings.Contains(query, "?") {
 		return query
 	}
 	return dollarPlaceholders(query)

@@ -69,20 +69,23 @@ func (q *Queue) reclaim(ctx context.Context, held []Lease) ([]Reclaimed, error) 
 		pairs[i] = [2]int64{l.JobID, l.Generation}
 	}
 	list, _ := json.Marshal(pairs) // int pairs always marshal
-	rows, err := q.writer().QueryContext(ctx, q.sql(reclaimSQL), q.nowMillis(), string(list))
-	if err != nil {
-		return nil, fmt.Errorf("reclaim: %w", classify(err))
-	}
 	var out []Reclaimed
-	for rows.Next() {
-		var r Reclaimed
-		if err := rows.Scan(&r.JobID, &r.Generation, &r.State); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("reclaim: %w", classify(err))
+	err := q.write(ctx, q.sql(reclaimSQL), func(c conn) error {
+		rows, err := c.QueryContext(ctx, q.sql(reclaimSQL), q.nowMillis(), string(list))
+		if err != nil {
+			return err
 		}
-		out = append(out, r)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		for rows.Next() {
+			var r Reclaimed
+			if err := rows.Scan(&r.JobID, &r.Generation, &r.State); err != nil {
+				rows.Close()
+				return err
+			}
+			out = append(out, r)
+		}
+		return errors.Join(rows.Err(), rows.Close())
+	})
+	if err != nil {
 		return nil, fmt.Errorf("reclaim: %w", classify(err))
 	}
 	if len(out) > 0 {

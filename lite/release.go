@@ -78,7 +78,7 @@ func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
 	if insideAckWrites(ctx) {
 		return 0, fmt.Errorf("release job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writer().QueryRowContext(ctx, q.sql(releaseUnownedSQL), q.nowMillis(), releasedText, id).Scan(&gen)
+	err := q.writeRowNow(ctx, q.sql(releaseUnownedSQL), &gen, releasedText, id)
 	if err != nil {
 		return 0, fmt.Errorf("release job %d: %w", id, q.explain(ctx, id, err, StateRunning))
 	}
@@ -107,9 +107,13 @@ func (q *Queue) snooze(ctx context.Context, l Lease, d time.Duration) (time.Time
 	if d < 0 {
 		return time.Time{}, fmt.Errorf("snooze job %d: negative delay %s", l.JobID, d)
 	}
-	runAt := q.opts.Now().Add(d).UnixMilli()
-	res, err := q.writer().ExecContext(ctx, q.sql(snoozeSQL), runAt, l.JobID, l.Generation)
-	if err := checkOwned(res, err, l); err != nil {
+	var runAt int64
+	err := q.write(ctx, q.sql(snoozeSQL), func(c conn) error {
+		runAt = q.opts.Now().Add(d).UnixMilli()
+		res, err := c.ExecContext(ctx, q.sql(snoozeSQL), runAt, l.JobID, l.Generation)
+		return checkOwned(res, err, l)
+	})
+	if err != nil {
 		return time.Time{}, fmt.Errorf("snooze: %w", q.explainLoss(ctx, classify(err), l))
 	}
 	q.notify()

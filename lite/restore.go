@@ -90,7 +90,7 @@ select 'lite_jobs', 0 where not exists (select 1 from sqlite_sequence where name
 func (q *Queue) FenceRestore(ctx context.Context) (FenceReport, error) {
 	var rep FenceReport
 	err := q.withTx(ctx, func(tx txConn) error {
-		if q.engine == enginePostgres {
+		if q.engine.onServer() {
 			// Nothing may lease or enqueue between the check and the
 			// raise: a lease in between would take a low generation.
 			if _, err := tx.ExecContext(ctx, `lock table lite_jobs in exclusive mode`); err != nil {

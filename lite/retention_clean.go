@@ -117,6 +117,9 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 		}
 		took := time.Since(start)
 		rep.LongestBatch = max(rep.LongestBatch, took)
+		if q.afterBatch != nil {
+			q.afterBatch()
+		}
 		pace(ctx, took)
 		n, err := res.RowsAffected()
 		if err != nil {

@@ -108,22 +108,26 @@ func (q *Queue) SetSchedule(ctx context.Context, s Schedule) error {
 	}
 	c, err := parseCadence(s.Spec, s.TimeZone)
 	if err != nil {
-		return fmt.Errorf("set schedule %s: %w", s.Name, err)
+		return fmt.Errorf("set schedule %s: %w", s.Name, codeError{err, ErrInvalid})
 	}
 	r, err := q.scheduleJob(s.Job)
 	if err != nil {
 		return fmt.Errorf("set schedule %s: %w", s.Name, err)
 	}
-	now := q.opts.Now()
-	next := c.after(time.Time{}, now)
-	if next.IsZero() || next.After(maxRunAt) {
-		return fmt.Errorf("set schedule %s: spec %q has no tick after %s", s.Name, s.Spec, now.UTC().Format(time.RFC3339))
-	}
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("set schedule %s: %w", s.Name, errWriteInsideAck)
 	}
-	_, err = q.writer().ExecContext(ctx, q.sql(setScheduleSQL), s.Name, s.Spec, s.TimeZone, r.queue, r.kind, r.payload,
-		r.priority, r.maxAttempts, r.uniqueKey, s.Paused, next.UnixMilli(), now.UnixMilli())
+	// The first tick is the first after the time the write holds its lock.
+	err = q.write(ctx, q.sql(setScheduleSQL), func(tx conn) error {
+		now := q.opts.Now()
+		next := c.after(time.Time{}, now)
+		if next.IsZero() || next.After(maxRunAt) {
+			return fmt.Errorf("spec %q has no tick after %s", s.Spec, now.UTC().Format(time.RFC3339))
+		}
+		_, err := tx.ExecContext(ctx, q.sql(setScheduleSQL), s.Name, s.Spec, s.TimeZone, r.queue, r.kind, r.payload,
+			r.priority, r.maxAttempts, r.uniqueKey, s.Paused, next.UnixMilli(), now.UnixMilli())
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("set schedule %s: %w", s.Name, classify(err))
 	}

@@ -55,6 +55,10 @@ where name = ?1 and next_run_at = ?2 and paused = 0`,
 where name = $1 and next_run_at = $2 and not paused for update`,
 }
 
+// afterFireLock, when a test sets it, runs in a fire once the schedule's
+// row is read (on PostgreSQL, locked): a host frozen there.
+var afterFireLock func()
+
 // fireScheduleSQL moves a schedule fireReadSQL found at its tick on to
 // its next.
 var fireScheduleSQL = stmt{
@@ -63,16 +67,23 @@ var fireScheduleSQL = stmt{
 }
 
 // fire enqueues d's job for its tick and moves the schedule on to its
-// first tick after now, in one transaction. It reports false, having
-// written nothing, when the schedule is no longer at that tick (another
-// process fired it, or its spec changed) or was paused.
-func (q *Queue) fire(ctx context.Context, d dueSchedule, now time.Time) (bool, error) {
+// first tick after now, in one transaction, now read once the schedule's
+// row is held. It reports false, having written nothing, when the
+// schedule is no longer at that tick (another process fired it, or its
+// spec changed) or was paused. On a server, a host frozen while it holds
+// the row holds it no longer than serverTxIdle.
+func (q *Queue) fire(ctx context.Context, d dueSchedule) (bool, error) {
 	fired := false
 	err := q.withTx(ctx, func(tx txConn) error {
 		var (
 			spec, zone string
 			job        jobRow
 		)
+		if q.engine.onServer() {
+			if err := q.boundIdleInTx(ctx, tx, 0); err != nil {
+				return err
+			}
+		}
 		err := tx.QueryRowContext(ctx, q.sql(fireReadSQL), d.name, d.tick).Scan(&spec, &zone, &job.queue, &job.kind,
 			&job.payload, &job.priority, &job.maxAttempts, &job.uniqueKey)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -83,11 +94,14 @@ func (q *Queue) fire(ctx context.Context, d dueSchedule, now time.Time) (bool, e
 		if job.payload == nil {
 			job.payload = []byte{} // an empty blob reads as nil, which would insert null
 		}
+		if afterFireLock != nil {
+			afterFireLock()
+		}
 		c, err := parseCadence(spec, zone)
 		if err != nil {
 			return err
 		}
-		next := c.after(time.UnixMilli(d.tick), now)
+		next := c.after(time.UnixMilli(d.tick), q.opts.Now())
 		if next.IsZero() || next.After(maxRunAt) {
 			// No tick left (a date that will not come again): fire this one
 			// and never again, rather than every time a worker looks.
@@ -136,7 +150,7 @@ func (q *Queue) fireSchedules(ctx context.Context) (int, time.Time, error) {
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("fire schedules: %w", err)
 	}
-	n, err := q.fireEach(ctx, due, now)
+	n, err := q.fireEach(ctx, due)
 	if err != nil {
 		return n, time.Time{}, fmt.Errorf("fire schedules: %w", err)
 	}
@@ -154,11 +168,11 @@ func (q *Queue) fireSchedules(ctx context.Context) (int, time.Time, error) {
 // workers for the jobs it enqueued. A schedule that fails to fire (a busy
 // file, a zone this host's time zone database lacks) does not keep the
 // others from firing.
-func (q *Queue) fireEach(ctx context.Context, due []dueSchedule, now time.Time) (int, error) {
+func (q *Queue) fireEach(ctx context.Context, due []dueSchedule) (int, error) {
 	n := 0
 	var errs []error
 	for _, d := range due {
-		fired, err := q.fire(ctx, d, now)
+		fired, err := q.fire(ctx, d)
 		if err != nil {
 			errs = append(errs, err)
 		}

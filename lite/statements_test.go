@@ -21,7 +21,6 @@ var statements = map[string]any{
 	"cancelSQL":           cancelSQL,
 	"retrySQL":            retrySQL,
 	"keyHolderSQL":        keyHolderSQL,
-	"purgeSQL":            purgeSQL,
 	"insertJobSQL":        insertJobSQL,
 	"uniqueHolderSQL":     uniqueHolderSQL,
 	"insertManySQL":       insertManySQL,
@@ -74,17 +73,27 @@ var statements = map[string]any{
 	"nextRunAtSQL":        nextRunAtSQL,
 	"leaseFlow":           leaseFlow,
 	"nextRunFlow":         nextRunFlow,
+	"lateResultSQL":       lateResultSQL,
+	"fenceHighSQL":        fenceHighSQL,
+	"fenceGenerationSQL":  fenceGenerationSQL,
+	"fenceIDSQL":          fenceIDSQL,
+	"rateHeldSQL":         rateHeldSQL,
+	"rateHeldFlow":        rateHeldFlow,
+	"idleInTxSQL":         idleInTxSQL,
+	"lockTimeoutSQL":      lockTimeoutSQL,
+	"anyRunningSQL":       anyRunningSQL,
 }
 
 // fragments are the parts that statements are built from: checked for
 // both halves and their parameters, but not prepared alone.
 var fragments = map[string]bool{
-	"keptErrors":  true,
-	"leaseFlow":   true,
-	"leaseSet":    true,
-	"listColumns": true,
-	"liveWorker":  true,
-	"nextRunFlow": true,
+	"keptErrors":   true,
+	"leaseFlow":    true,
+	"leaseSet":     true,
+	"listColumns":  true,
+	"liveWorker":   true,
+	"nextRunFlow":  true,
+	"rateHeldFlow": true,
 }
 
 // onlyOn are the statements that one engine alone runs, with an empty
@@ -92,6 +101,8 @@ var fragments = map[string]bool{
 var onlyOn = map[string]engine{
 	"lockFlowSQL":      enginePostgres, // SQLite's one writer needs no row locks
 	"waitForLeasesSQL": enginePostgres,
+	"idleInTxSQL":      enginePostgres,
+	"lockTimeoutSQL":   enginePostgres,
 }
 
 // Statement is one of lite's statements in both dialects, for lite_test.

@@ -36,9 +36,10 @@ type Worker struct {
 
 	goroutines sync.WaitGroup // every handler goroutine, abandoned ones too
 
-	acks     atomic.Pointer[completer] // group commit of done-acks while running
-	idleHook func()                    // tests: called after each round of leases, once the loop has decided how to wait
-	noWAL    bool                      // tests: poll as if the WAL could not be watched
+	acks     atomic.Pointer[completer]            // group commit of done-acks while running
+	idleHook func()                               // tests: called after each round of leases, once the loop has decided how to wait
+	noWAL    bool                                 // tests: poll as if the WAL could not be watched
+	after    func(time.Duration) <-chan time.Time // time.After; tests: a timer they fire
 }
 
 // NewWorker makes a worker on q. Invalid options are an error.
@@ -55,6 +56,7 @@ func NewWorker(q *Queue, opts WorkerOptions) (*Worker, error) {
 		active:   map[leaseKey]*run{},
 		newest:   map[int64]*run{},
 		freed:    make(chan struct{}, 1),
+		after:    time.After,
 	}, nil
 }
 

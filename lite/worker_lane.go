@@ -16,9 +16,10 @@ type lane struct {
 	busy   int // runs holding a slot; guarded by Worker.mu
 
 	// Kept by the loop alone, from the lane's last lease.
-	backlog   bool      // it filled every slot it asked for: more may wait
-	nextRunAt time.Time // the lane's earliest scheduled job; zero if none
-	held      bool      // a queue at its MaxRunning holds some of its jobs back
+	backlog   bool          // it filled every slot it asked for: more may wait
+	nextRunAt time.Time     // the lane's earliest scheduled job; zero if none
+	held      bool          // a queue at its MaxRunning holds some of its jobs back
+	retryIn   time.Duration // its last lease failed: wait this long before the next; zero if it did not
 }
 
 // queueNames is the queues opts names, in order; nil means every queue.
@@ -66,18 +67,24 @@ func (w *Worker) vacate(r *run) {
 
 // laneState is where the lanes stand after a round of leases.
 type laneState struct {
-	anyFree   bool      // some lane has a free slot
-	backlog   bool      // some lane with a free slot filled every slot it asked for last time
-	anyFull   bool      // some lane has no free slot: a freed slot may find work waiting
-	anyHeld   bool      // some lane with a free slot waits for a queue under its MaxRunning
-	nextRunAt time.Time // the earliest scheduled job of a lane with a free slot; zero if none
+	anyFree   bool          // some lane has a free slot
+	backlog   bool          // some lane with a free slot filled every slot it asked for last time
+	anyFull   bool          // some lane has no free slot: a freed slot may find work waiting
+	anyHeld   bool          // some lane with a free slot waits for a queue under its MaxRunning
+	nextRunAt time.Time     // the earliest scheduled job of a lane with a free slot; zero if none
+	retryIn   time.Duration // the shortest wait of a lane whose lease failed; zero if none failed
+	idle      bool          // no slot is busy, and the last round leased nothing and failed nowhere
 }
 
 func (w *Worker) laneState() laneState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var s laneState
+	s := laneState{idle: true}
 	for _, l := range w.lanes {
+		s.idle = s.idle && l.busy == 0 && !l.backlog && l.retryIn == 0
+		if l.retryIn > 0 && (s.retryIn == 0 || l.retryIn < s.retryIn) {
+			s.retryIn = l.retryIn
+		}
 		if l.busy >= l.slots {
 			s.anyFull = true
 			continue

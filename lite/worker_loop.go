@@ -11,8 +11,12 @@ import (
 const walSafetyPoll = time.Second
 
 // leaseRetry is how soon a worker tries again after a lease failed (a
-// lock held past the busy timeout, a full disk).
-const leaseRetry = 100 * time.Millisecond
+// lock held past the busy timeout, a full disk); each failure in a row
+// doubles the wait, up to leaseRetryMax.
+const (
+	leaseRetry    = 100 * time.Millisecond
+	leaseRetryMax = 5 * time.Second
+)
 
 // loop leases whenever a slot is free and work may be there, then sleeps
 // until that may change. Each round leases for every lane with a free
@@ -33,8 +37,15 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 		if w.idleHook != nil {
 			w.idleHook()
 		}
+		if w.opts.StopWhenIdle && s.idle && !w.anyRunning(ctx) {
+			return
+		}
 		var ok bool
 		switch {
+		case s.retryIn > 0:
+			// Only time may end what failed the lease, and the failed
+			// commit's own write to the WAL would wake the worker at once.
+			ok = w.waitRetry(ctx, s.retryIn)
 		case !s.anyFree:
 			// Every slot is busy: nothing can be leased until one frees,
 			// whatever comes due or is committed meanwhile.
@@ -57,6 +68,27 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 	}
 }
 
+// anyRunningSQL says whether a job the worker could lease is running in
+// any process: it may yet come back to be started (a failed attempt's
+// retry, a reclaim of a lapsed lease).
+var anyRunningSQL = stmt{
+	sqlite: `select exists (select 1 from lite_jobs where state = 'running'
+  and (?1 is null or queue in (select value from json_each(?1)))
+  and (?2 is null or kind in (select value from json_each(?2))))`,
+	postgres: `select exists (select 1 from lite_jobs where state = 'running'
+  and ($1::jsonb is null or queue in (select jsonb_array_elements_text($1::jsonb)))
+  and ($2::jsonb is null or kind in (select jsonb_array_elements_text($2::jsonb))))`,
+}
+
+// anyRunning reports whether anyRunningSQL finds a job; true if it cannot
+// tell, so that a worker stopping when idle waits rather than leave a job
+// behind.
+func (w *Worker) anyRunning(ctx context.Context) bool {
+	var running bool
+	err := w.q.r.QueryRowContext(ctx, w.q.sql(anyRunningSQL), nullList(w.opts.queueNames()), nullList(w.kindList)).Scan(&running)
+	return err != nil || running
+}
+
 // leaseRound leases for every lane with a free slot and starts what it
 // got, noting on each lane whether more may wait and when its next
 // scheduled job comes due. It returns false if ctx ended.
@@ -77,19 +109,30 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) bool {
 			w.start(handlerCtx, l, j)
 		}
 		l.backlog = err == nil && len(jobs) == free
-		switch {
-		case err != nil:
-			// Nothing may change in the file to wake the worker (a lock
-			// released by a rollback writes nothing): come back on time.
-			w.opts.Logger.Warn("lite: lease failed; retrying", "err", err, "in", leaseRetry)
-			l.nextRunAt = w.q.opts.Now().Add(leaseRetry)
-		case !l.backlog:
+		if err != nil {
+			l.retryIn = min(max(2*l.retryIn, leaseRetry), leaseRetryMax)
+			w.opts.Logger.Warn("lite: lease failed; retrying", "err", err, "in", l.retryIn)
+			continue
+		}
+		l.retryIn = 0
+		if !l.backlog {
 			if l.nextRunAt, l.held, err = w.q.nextRunAt(ctx, l.queues, w.kindList); err != nil && ctx.Err() == nil {
 				w.opts.Logger.Warn("lite: reading the next run_at failed", "err", err)
 			}
 		}
 	}
 	return true
+}
+
+// waitRetry sleeps d after a failed lease, whatever wakes the worker
+// meanwhile; false if ctx ended.
+func (w *Worker) waitRetry(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-w.after(d):
+		return true
+	}
 }
 
 // waitForSlot sleeps until a handler frees its slot; false if ctx ended.

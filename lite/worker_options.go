@@ -63,6 +63,14 @@ type WorkerOptions struct {
 	// OnEvent, if set, is called for every event, from the goroutine
 	// where it happened. It must not block.
 	OnEvent func(Event)
+	// StopWhenIdle makes Run return, shutting down as when its context
+	// ends, once nothing is startable now (a round of leases with every
+	// slot free started nothing) and no job it could lease runs in any
+	// process (one may fail and come back, or be reclaimed from a dead
+	// worker). A job due later, one waiting out its retry backoff, a
+	// paused queue's jobs and jobs a queue's limits hold back do not keep
+	// it running.
+	StopWhenIdle bool
 	// Middleware wraps every handler, the first outermost; KindMiddleware
 	// wraps the handler of one kind, inside Middleware. See Middleware.
 	Middleware     []Middleware

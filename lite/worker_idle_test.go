@@ -1,0 +1,166 @@
+package lite_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+// runUntilIdle runs w, which must have StopWhenIdle, and fails the test
+// unless Run returns by itself.
+func runUntilIdle(t *testing.T, w *lite.Worker) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(t.Context()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(guard):
+		t.Fatal("the worker did not stop once nothing was startable")
+	}
+}
+
+// count is how many events of kind ev saw.
+func count(ev *events, kind lite.EventKind) int {
+	n := 0
+	for _, e := range ev.seen() {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func TestStopWhenIdleStopsOnceNothingIsStartableNow(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		for name, setup := range map[string]func(t *testing.T, q *lite.Queue, clock *fakeClock) lite.NewJob{
+			"a job due in an hour": func(t *testing.T, q *lite.Queue, clock *fakeClock) lite.NewJob {
+				return lite.NewJob{Queue: "q", RunAt: clock.Now().Add(time.Hour)}
+			},
+			"a paused queue's job": func(t *testing.T, q *lite.Queue, clock *fakeClock) lite.NewJob {
+				if err := q.Pause(t.Context(), "q"); err != nil {
+					t.Fatal(err)
+				}
+				return lite.NewJob{Queue: "q"}
+			},
+		} {
+			t.Run(name+" does not keep it running", func(t *testing.T) {
+				is := is.New(t)
+				clock := newFakeClock()
+				q, _ := e.mustOpen(t, clock)
+				id := mustEnqueue(t, q, setup(t, q, clock))
+				w, _, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
+				w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+				runUntilIdle(t, w)
+				is.Equal(mustGet(t, q, id).State, lite.StateAvailable)
+			})
+		}
+
+		t.Run("a job waiting out its retry backoff does not keep it running", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			id := mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 5})
+			w, ev, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
+			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return errors.New("no") })
+			runUntilIdle(t, w)
+			is.Equal(count(ev, lite.EventFailed), 1) // one attempt, then the backoff
+			j := mustGet(t, q, id)
+			is.Equal(j.State, lite.StateAvailable)
+			is.Equal(j.Attempts, 1)
+		})
+
+		t.Run("jobs a rate limit holds back do not keep it running", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			is.NoErr(q.SetLimits(t.Context(), "q", lite.Limits{Rate: 2, Per: time.Hour}))
+			for range 5 {
+				mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+			}
+			w, ev, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
+			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+			runUntilIdle(t, w)
+			is.Equal(count(ev, lite.EventDone), 2) // the rate's two, then nothing startable
+		})
+
+		t.Run("a job running in another process keeps it running until that job ends", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+			elsewhere := mustLeaseOne(t, q, "q") // it may fail and come back, or its worker die
+			w, _, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
+			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+			done := make(chan error, 1)
+			go func() { done <- w.Run(t.Context()) }()
+			time.Sleep(200 * time.Millisecond) // a chance for a wrong stop to show itself
+			select {
+			case <-done:
+				t.Fatal("stopped while a job of its queues was running")
+			default:
+			}
+			is.NoErr(q.AckDone(t.Context(), elsewhere.Lease(), nil))
+			select {
+			case err := <-done:
+				is.NoErr(err)
+			case <-time.After(guard):
+				t.Fatal("did not stop once the job ended")
+			}
+		})
+
+		t.Run("it runs every startable job before it stops", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			for range 20 {
+				mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+			}
+			w, ev, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true, Concurrency: 3})
+			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+			runUntilIdle(t, w)
+			is.Equal(count(ev, lite.EventDone), 20)
+		})
+	})
+}
+
+func TestAFailedLeaseRetriesAfterTheDelayItLogs(t *testing.T) {
+	is := is.New(t)
+	q, _ := mustOpen(t, newFakeClock())
+	// Every lease fails as on a full disk, while enqueues (inserts) commit
+	// and wake the worker, as the failed commit's own WAL write did.
+	_, err := lite.WriterDB(q).ExecContext(t.Context(),
+		`create trigger full_disk before update on lite_jobs begin select raise(abort, 'database or disk is full'); end`)
+	is.NoErr(err)
+	w, _, logs := testWorker(t, q, lite.WorkerOptions{})
+	waits := make(chan time.Duration)
+	fire := make(chan time.Time)
+	lite.SetAfter(w, func(d time.Duration) <-chan time.Time {
+		waits <- d
+		return fire
+	})
+	w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+	mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	runWorker(t, w)
+
+	var asked []time.Duration
+	for i := range 4 {
+		asked = append(asked, recv(t, waits))
+		// Commits while it waits must not bring the retry forward.
+		for range 10 {
+			mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+		}
+		time.Sleep(50 * time.Millisecond) // a chance for a woken lease to show itself
+		is.Equal(strings.Count(logs.String(), "lease failed"), i+1)
+		fire <- time.Time{}
+	}
+	is.Equal(asked, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond})
+	is.True(strings.Contains(logs.String(), "in=800ms")) // the wait it logs is the wait it takes
+}
