@@ -19,17 +19,19 @@ import (
 
 // enqueueCmd adds one job, or many from a JSON Lines file.
 type enqueueCmd struct {
-	Queue       string        `short:"q" default:"default" help:"Queue to add to."`
-	Kind        string        `short:"k" default:"default" help:"Kind of job."`
-	Priority    int           `short:"p" help:"Higher runs first."`
-	Delay       time.Duration `help:"Run no sooner than this from now (e.g. 90s, 5m)."`
-	At          string        `placeholder:"TIME" help:"Run no sooner than this time: local time as 2026-12-01 21:37 or 2026-12-01 21:37:05, or RFC 3339 (2026-12-01T21:37:05Z, 2026-12-01T21:37:05+01:00)."`
-	MaxAttempts int           `help:"Attempts before the job is dead (default 10)."`
-	UniqueKey   string        `help:"At most one unfinished job with this key in the queue."`
-	File        string        `type:"path" help:"Enqueue every line of this JSON Lines file; - reads standard input."`
-	Wait        bool          `help:"Wait for the job to finish and print its result instead of its id, with the exit codes of lite wait (see lite wait --help)."`
-	Timeout     time.Duration `help:"With --wait: give up after this long (exit 5); the job goes on."`
-	Payload     *string       `arg:"" optional:"" help:"The payload; - reads it from standard input; \"\" is an empty one."`
+	Queue       string            `short:"q" default:"default" help:"Queue to add to."`
+	Kind        string            `short:"k" default:"default" help:"Kind of job."`
+	Priority    int               `short:"p" help:"Higher runs first."`
+	Delay       time.Duration     `help:"Run no sooner than this from now (e.g. 90s, 5m)."`
+	At          string            `placeholder:"TIME" help:"Run no sooner than this time: local time as 2026-12-01 21:37 or 2026-12-01 21:37:05, or RFC 3339 (2026-12-01T21:37:05Z, 2026-12-01T21:37:05+01:00)."`
+	MaxAttempts int               `help:"Attempts before the job is dead (default 10)."`
+	UniqueKey   string            `help:"At most one unfinished job with this key in the queue."`
+	Tag         []string          `help:"Tag the job (repeat, or a,b); lite ls --tag finds it."`
+	Meta        map[string]string `mapsep:"none" placeholder:"KEY=VALUE" help:"Metadata the job carries (repeat for more keys)."`
+	File        string            `type:"path" help:"Enqueue every line of this JSON Lines file; - reads standard input."`
+	Wait        bool              `help:"Wait for the job to finish and print its result instead of its id, with the exit codes of lite wait (see lite wait --help)."`
+	Timeout     time.Duration     `help:"With --wait: give up after this long (exit 5); the job goes on."`
+	Payload     *string           `arg:"" optional:"" help:"The payload; - reads it from standard input; \"\" is an empty one."`
 
 	runAt time.Time // --at, read by Validate
 }
@@ -37,14 +39,16 @@ type enqueueCmd struct {
 // jsonLine is one line of an enqueue file. A string payload is stored as
 // its text, any other JSON value as its JSON.
 type jsonLine struct {
-	Queue       string          `json:"queue"`
-	Kind        string          `json:"kind"`
-	Payload     json.RawMessage `json:"payload"`
-	Priority    int             `json:"priority"`
-	Delay       string          `json:"delay"`
-	RunAt       time.Time       `json:"run_at"`
-	MaxAttempts int             `json:"max_attempts"`
-	UniqueKey   string          `json:"unique_key"`
+	Queue       string            `json:"queue"`
+	Kind        string            `json:"kind"`
+	Payload     json.RawMessage   `json:"payload"`
+	Priority    int               `json:"priority"`
+	Delay       string            `json:"delay"`
+	RunAt       time.Time         `json:"run_at"`
+	MaxAttempts int               `json:"max_attempts"`
+	UniqueKey   string            `json:"unique_key"`
+	Tags        []string          `json:"tags"`
+	Meta        map[string]string `json:"meta"`
 }
 
 // Validate reads --at, and refuses a job with no payload asked for from a
@@ -102,7 +106,7 @@ func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue
 		return err
 	}
 	id, err := q.Enqueue(ctx, lite.NewJob{Queue: c.Queue, Kind: c.Kind, Payload: payload, Priority: c.Priority,
-		RunAt: c.runAt, Delay: c.Delay, MaxAttempts: c.MaxAttempts, UniqueKey: c.UniqueKey})
+		RunAt: c.runAt, Delay: c.Delay, MaxAttempts: c.MaxAttempts, UniqueKey: c.UniqueKey, Tags: c.Tag, Meta: c.Meta})
 	if errors.Is(err, lite.ErrDuplicate) {
 		return fmt.Errorf("enqueue: unique key %q is held by job %d", c.UniqueKey, id)
 	}
@@ -342,7 +346,7 @@ func (c *enqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
 		return lite.NewJob{}, errors.New("text after the job's JSON object: give one object per line")
 	}
 	j := lite.NewJob{Queue: l.Queue, Kind: l.Kind, Priority: l.Priority, RunAt: l.RunAt,
-		MaxAttempts: l.MaxAttempts, UniqueKey: l.UniqueKey}
+		MaxAttempts: l.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta}
 	if j.Queue == "" {
 		j.Queue = c.Queue
 	}
@@ -351,6 +355,12 @@ func (c *enqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
 	}
 	if j.MaxAttempts == 0 {
 		j.MaxAttempts = c.MaxAttempts
+	}
+	if j.Tags == nil {
+		j.Tags = c.Tag
+	}
+	if j.Meta == nil {
+		j.Meta = c.Meta
 	}
 	if l.Delay != "" {
 		d, err := time.ParseDuration(l.Delay)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/liteq/lite/lite"
@@ -15,6 +16,7 @@ type lsCmd struct {
 	State []lite.State `short:"s" enum:"available,running,done,dead,cancelled" help:"Only jobs in this state; repeat (-s dead -s done) or list (-s dead,done) for several."`
 	Queue string       `short:"q" help:"Only jobs in this queue."`
 	Kind  string       `short:"k" help:"Only jobs of this kind."`
+	Tag   []string     `help:"Only jobs carrying this tag (repeat, or a,b: every one)."`
 	After int64        `help:"Only jobs with a larger id (for paging)."`
 	Limit int          `short:"n" default:"50" help:"At most this many jobs."`
 }
@@ -28,7 +30,7 @@ func (c *lsCmd) list(ctx context.Context, q *lite.Queue) ([]*lite.Job, error) {
 	}
 	var jobs []*lite.Job
 	for _, s := range states {
-		page, err := q.List(ctx, lite.ListFilter{State: s, Queue: c.Queue, Kind: c.Kind, AfterID: c.After, Limit: c.Limit})
+		page, err := q.List(ctx, lite.ListFilter{State: s, Queue: c.Queue, Kind: c.Kind, Tags: c.Tag, AfterID: c.After, Limit: c.Limit})
 		if err != nil {
 			return nil, err
 		}
@@ -54,10 +56,11 @@ func (c *lsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) err
 		return writeJSON(env.Stdout, jobs)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY")
+	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY\tTAGS")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\n",
-			j.ID, safe(string(j.State)), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation, safe(j.LockedBy))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\t%s\n",
+			j.ID, safe(string(j.State)), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation,
+			safe(j.LockedBy), safe(strings.Join(j.Tags, ",")))
 	}
 	return tw.Flush()
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -45,6 +47,10 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 	row("lease token", orDash(j.LeaseToken))
 	row("finished at", stamp(j.FinishedAt, now))
 	row("unique key", orDash(j.UniqueKey))
+	row("tags", orDash(strings.Join(j.Tags, ",")))
+	for _, k := range slices.Sorted(maps.Keys(j.Meta)) {
+		row("meta "+safe(k), safe(j.Meta[k]))
+	}
 	row("payload", printable(j.Payload))
 	row("result", printable(j.Result))
 	if err := tw.Flush(); err != nil {

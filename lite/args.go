@@ -27,9 +27,9 @@ type Args interface {
 }
 
 // ArgsWithDefaults is Args whose type also gives defaults for its jobs:
-// the Queue its kind belongs in, its Priority, its MaxAttempts, and a
-// UniqueKey (one unfinished job of the kind at a time). JobDefaults' other
-// fields are ignored. A field of the NewJob given to EnqueueArgs or JobOf
+// the Queue its kind belongs in, its Priority, its MaxAttempts, a
+// UniqueKey (one unfinished job of the kind at a time) and its Tags.
+// JobDefaults' other fields are ignored. A field of the NewJob given to EnqueueArgs or JobOf
 // wins over the default when it is not its zero value.
 type ArgsWithDefaults interface {
 	Args
@@ -103,6 +103,9 @@ func withDefaults(j, d NewJob) NewJob {
 	}
 	if j.UniqueKey == "" {
 		j.UniqueKey = d.UniqueKey
+	}
+	if len(j.Tags) == 0 {
+		j.Tags = d.Tags
 	}
 	return j
 }

@@ -40,6 +40,14 @@ type NewJob struct {
 	// with this key in the queue. Enqueueing another returns ErrDuplicate
 	// and the id of the job already there.
 	UniqueKey string
+	// Tags label the job, to find it by (ListFilter.Tags, lite ls --tag):
+	// up to MaxTags, each up to MaxTagBytes, printable, without a comma.
+	// They are stored sorted, each once.
+	Tags []string
+	// Meta is a small map carried with the job for middleware and
+	// handlers (a trace context, a request id): up to MaxMetaBytes as
+	// JSON, keys not empty, keys and values valid UTF-8.
+	Meta map[string]string
 }
 
 // Defaults for NewJob.
@@ -83,6 +91,7 @@ type jobRow struct {
 	runAt       int64
 	maxAttempts int
 	uniqueKey   sql.NullString
+	tags, meta  string // JSON texts; "" (a schedule's job) is none
 }
 
 func (q *Queue) validate(j NewJob) (jobRow, error) {
@@ -102,6 +111,13 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 		if problem := nameProblem(f.value); problem != "" {
 			return r, fmt.Errorf("%s %q %s", f.name, f.value, problem)
 		}
+	}
+	var err error
+	if r.tags, err = encodeTags(j.Tags); err != nil {
+		return r, err
+	}
+	if r.meta, err = encodeMeta(j.Meta); err != nil {
+		return r, err
 	}
 	if len(r.payload) > q.opts.MaxPayloadBytes {
 		return r, fmt.Errorf("payload of %d bytes: %w (limit %d)", len(r.payload), ErrTooLarge, q.opts.MaxPayloadBytes)
@@ -136,14 +152,14 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 // inserts nothing and returns no row instead of failing the transaction.
 var insertJobSQL = stmt{
 	sqlite: `insert into lite_jobs
-    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at)
-values (?, ?, ?, ?, ?, ?, ?, ?)
+    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta)
+values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 on conflict (queue, unique_key) where unique_key is not null and state in ('available', 'running')
 do nothing
 returning id`,
 	postgres: `insert into lite_jobs
-    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at)
-values ($1, $2, $3, $4, $5, $6, $7, $8)
+    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, $10::text::jsonb)
 on conflict (queue, unique_key) where unique_key is not null and state in ('available', 'running')
 do nothing
 returning id`,
@@ -164,7 +180,7 @@ func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (int64, error) {
 	for range 3 {
 		var id int64
 		err := c.QueryRowContext(ctx, q.sql(insertJobSQL), r.queue, r.kind, r.payload, r.priority, r.runAt,
-			r.maxAttempts, r.uniqueKey, q.nowMillis()).Scan(&id)
+			r.maxAttempts, r.uniqueKey, q.nowMillis(), orEmpty(r.tags, emptyTags), orEmpty(r.meta, emptyMeta)).Scan(&id)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return id, err
 		}
@@ -183,6 +199,10 @@ func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (int64, error) {
 // Enqueue adds a job and returns its id. With a unique key already held by
 // an unfinished job in the queue it returns that job's id and ErrDuplicate.
 func (q *Queue) Enqueue(ctx context.Context, j NewJob) (int64, error) {
+	return q.interceptedOne(ctx, j, q.enqueue)
+}
+
+func (q *Queue) enqueue(ctx context.Context, j NewJob) (int64, error) {
 	r, err := q.validate(j)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", r.queue, err)
@@ -209,6 +229,10 @@ func (q *Queue) Enqueue(ctx context.Context, j NewJob) (int64, error) {
 // by the insert's conflict clause, not by a failing statement, so the
 // caller may go on writing and commit.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, error) {
+	return q.interceptedOne(ctx, j, func(ctx context.Context, j NewJob) (int64, error) { return q.enqueueTx(ctx, tx, j) })
+}
+
+func (q *Queue) enqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, error) {
 	r, err := q.validate(j)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", r.queue, err)
@@ -235,6 +259,10 @@ type Enqueued struct {
 // EnqueueBatch adds many jobs in one transaction: all of them or, on an
 // error, none. A job whose unique key is held is skipped, not an error.
 func (q *Queue) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, error) {
+	return q.intercepted(ctx, jobs, q.enqueueBatch)
+}
+
+func (q *Queue) enqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, error) {
 	rows, err := q.validateBatch(jobs)
 	if err != nil {
 		return nil, err
@@ -268,6 +296,12 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, er
 // when ctx ends mid-statement, a full disk) ends the caller's transaction
 // too, as it would for any statement of the caller's.
 func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, jobs []NewJob) ([]Enqueued, error) {
+	return q.intercepted(ctx, jobs, func(ctx context.Context, jobs []NewJob) ([]Enqueued, error) {
+		return q.enqueueBatchTx(ctx, tx, jobs)
+	})
+}
+
+func (q *Queue) enqueueBatchTx(ctx context.Context, tx *sql.Tx, jobs []NewJob) ([]Enqueued, error) {
 	rows, err := q.validateBatch(jobs)
 	if err != nil {
 		return nil, err
@@ -343,16 +377,19 @@ func (q *Queue) insertEach(ctx context.Context, c conn, rows []jobRow) ([]Enqueu
 // the AUTOINCREMENT counter, a round trip to a server) is paid once per
 // batch rather than once per job: on SQLite that makes a batch three to
 // four times faster. The jobs come as one JSON array of
-// [queue, kind, payload in hex, priority, run_at, max_attempts]. Both
+// [queue, kind, payload in hex, priority, run_at, max_attempts, tags,
+// meta], tags and meta each as their JSON text in a string. Both
 // engines hand out ids in the order rows are inserted, and the rows are
 // inserted in the array's order, so the ids sorted are the jobs' in order.
 var insertManySQL = stmt{
-	sqlite: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at)
-select value ->> 0, value ->> 1, unhex(value ->> 2), value ->> 3, value ->> 4, value ->> 5, ?2
+	sqlite: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at, tags, meta)
+select value ->> 0, value ->> 1, unhex(value ->> 2), value ->> 3, value ->> 4, value ->> 5, ?2,
+       value ->> 6, value ->> 7
 from json_each(?1) order by key
 returning id`,
-	postgres: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at)
-select j ->> 0, j ->> 1, decode(j ->> 2, 'hex'), (j ->> 3)::bigint, (j ->> 4)::bigint, (j ->> 5)::bigint, $2
+	postgres: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at, tags, meta)
+select j ->> 0, j ->> 1, decode(j ->> 2, 'hex'), (j ->> 3)::bigint, (j ->> 4)::bigint, (j ->> 5)::bigint, $2,
+       (j ->> 6)::jsonb, (j ->> 7)::jsonb
 from jsonb_array_elements($1::jsonb) with ordinality as e(j, n) order by n
 returning id`,
 }
@@ -444,6 +481,13 @@ func (q *Queue) insertManyIDs(ctx context.Context, c conn, rows []jobRow, ids []
 		jobs = strconv.AppendInt(jobs, r.runAt, 10)
 		jobs = append(jobs, ',')
 		jobs = strconv.AppendInt(jobs, int64(r.maxAttempts), 10)
+		for _, text := range []string{orEmpty(r.tags, emptyTags), orEmpty(r.meta, emptyMeta)} {
+			quoted, err := json.Marshal(text)
+			if err != nil {
+				return nil, err
+			}
+			jobs = append(append(jobs, ','), quoted...)
+		}
 		jobs = append(jobs, ']')
 	}
 	jobs = append(jobs, ']')

@@ -35,6 +35,8 @@ type ListFilter struct {
 	Kind  string
 	// UniqueKey finds the jobs enqueued with this key.
 	UniqueKey string
+	// Tags finds the jobs that carry every one of these tags.
+	Tags []string
 	// AfterID pages in id order: pass the last id of the previous page.
 	AfterID int64
 	// Newest lists the newest jobs first, as a dashboard shows them;
@@ -49,8 +51,8 @@ type ListFilter struct {
 	OmitBodies bool
 }
 
-// listSQL reads a page of jobs. Its state, queue, kind and unique key
-// are filters that an empty parameter turns off, and it pages by id, up
+// listSQL reads a page of jobs. Its state, queue, kind, unique key and
+// tags (a JSON array, every one of which a job must carry) are filters that an empty parameter turns off, and it pages by id, up
 // from ?4 or, newest first, down from ?4: a range of ids either way, which
 // SQLite seeks to rather than walks to.
 //
@@ -71,10 +73,14 @@ func listSQL(newest, running bool) stmt {
 	return stmt{
 		sqlite: `select ` + listColumns.sqlite + ` from ` + from + `
 where ` + state + ` and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3)
-  and (?6 = '' or unique_key = ?6) and ` + order + ` limit ?5`,
+  and (?6 = '' or unique_key = ?6)
+  and (?8 = '[]' or not exists (select 1 from json_each(?8) as want
+    where want.value not in (select value from json_each(lite_jobs.tags))))
+  and ` + order + ` limit ?5`,
 		postgres: `select ` + listColumns.postgres + ` from lite_jobs
 where ($1 = '' or state = $1) and ($2 = '' or queue = $2) and ($3 = '' or kind = $3)
-  and ($6 = '' or unique_key = $6) and ` + pgOrder + ` limit $5`,
+  and ($6 = '' or unique_key = $6) and ($8 = '[]' or tags @> $8::text::jsonb)
+  and ` + pgOrder + ` limit $5`,
 	}
 }
 
@@ -118,8 +124,12 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 	case f.Newest:
 		from = f.BeforeID
 	}
+	tags, err := encodeTags(f.Tags)
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
 	s := listSQLs[b2i(f.Newest)][b2i(f.State == StateRunning)]
-	rows, err := q.r.QueryContext(ctx, q.sql(s), string(f.State), f.Queue, f.Kind, from, f.Limit, f.UniqueKey, f.OmitBodies)
+	rows, err := q.r.QueryContext(ctx, q.sql(s), string(f.State), f.Queue, f.Kind, from, f.Limit, f.UniqueKey, f.OmitBodies, tags)
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", classify(err))
 	}

@@ -78,6 +78,8 @@ type Job struct {
 	Errors      []AttemptError
 	CreatedAt   time.Time
 	FinishedAt  time.Time
+	Tags        []string          // sorted; see NewJob.Tags
+	Meta        map[string]string // see NewJob.Meta
 }
 
 // AttemptError is the error recorded for one failed attempt. Attempt
@@ -107,7 +109,7 @@ func (j *Job) Lease() Lease {
 // jobColumns is the column list scanJob reads, in its order.
 const jobColumns = `id, queue, kind, payload, priority, state, run_at, attempts, max_attempts,
 	generation, lease_token, locked_by, leased_at, heartbeat_at, unique_key, result, errors,
-	created_at, finished_at`
+	created_at, finished_at, tags, meta`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -117,12 +119,12 @@ func scanJob(s scanner) (*Job, error) {
 		runAt, createdAt                  int64
 		leasedAt, heartbeatAt, finishedAt sql.NullInt64
 		leaseToken, lockedBy, uniqueKey   sql.NullString
-		errs                              string
+		errs, tags, meta                  string
 		state                             string
 	)
 	err := s.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &j.Priority, &state, &runAt,
 		&j.Attempts, &j.MaxAttempts, &j.Generation, &leaseToken, &lockedBy, &leasedAt,
-		&heartbeatAt, &uniqueKey, &j.Result, &errs, &createdAt, &finishedAt)
+		&heartbeatAt, &uniqueKey, &j.Result, &errs, &createdAt, &finishedAt, &tags, &meta)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +137,9 @@ func scanJob(s scanner) (*Job, error) {
 	j.LeaseToken = leaseToken.String
 	j.LockedBy = lockedBy.String
 	j.UniqueKey = uniqueKey.String
+	if err := decodeMeta(&j, tags, meta); err != nil {
+		return nil, err
+	}
 	var stored []storedAttemptError
 	if err := json.Unmarshal([]byte(errs), &stored); err != nil {
 		return nil, fmt.Errorf("job %d: errors column: %w", j.ID, err)

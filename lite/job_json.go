@@ -18,27 +18,29 @@ import (
 // the *_base64 field otherwise: JSON strings hold UTF-8 only, and bytes
 // forced into one would come back changed.
 type jobJSON struct {
-	ID            int64          `json:"id"`
-	Queue         string         `json:"queue"`
-	Kind          string         `json:"kind"`
-	State         State          `json:"state"`
-	Priority      int            `json:"priority"`
-	Payload       *string        `json:"payload,omitempty"`
-	PayloadBase64 []byte         `json:"payload_base64,omitempty"`
-	RunAt         time.Time      `json:"run_at"`
-	Attempts      int            `json:"attempts"`
-	MaxAttempts   int            `json:"max_attempts"`
-	Generation    int64          `json:"generation"`
-	LeaseToken    string         `json:"lease_token,omitempty"`
-	LockedBy      string         `json:"locked_by,omitempty"`
-	LeasedAt      time.Time      `json:"leased_at,omitzero"`
-	HeartbeatAt   time.Time      `json:"heartbeat_at,omitzero"`
-	UniqueKey     string         `json:"unique_key,omitempty"`
-	Result        *string        `json:"result,omitempty"`
-	ResultBase64  []byte         `json:"result_base64,omitempty"`
-	Errors        []AttemptError `json:"errors"`
-	CreatedAt     time.Time      `json:"created_at"`
-	FinishedAt    time.Time      `json:"finished_at,omitzero"`
+	ID            int64             `json:"id"`
+	Queue         string            `json:"queue"`
+	Kind          string            `json:"kind"`
+	State         State             `json:"state"`
+	Priority      int               `json:"priority"`
+	Payload       *string           `json:"payload,omitempty"`
+	PayloadBase64 []byte            `json:"payload_base64,omitempty"`
+	RunAt         time.Time         `json:"run_at"`
+	Attempts      int               `json:"attempts"`
+	MaxAttempts   int               `json:"max_attempts"`
+	Generation    int64             `json:"generation"`
+	LeaseToken    string            `json:"lease_token,omitempty"`
+	LockedBy      string            `json:"locked_by,omitempty"`
+	LeasedAt      time.Time         `json:"leased_at,omitzero"`
+	HeartbeatAt   time.Time         `json:"heartbeat_at,omitzero"`
+	UniqueKey     string            `json:"unique_key,omitempty"`
+	Result        *string           `json:"result,omitempty"`
+	ResultBase64  []byte            `json:"result_base64,omitempty"`
+	Errors        []AttemptError    `json:"errors"`
+	CreatedAt     time.Time         `json:"created_at"`
+	FinishedAt    time.Time         `json:"finished_at,omitzero"`
+	Tags          []string          `json:"tags,omitempty"`
+	Meta          map[string]string `json:"meta,omitempty"`
 }
 
 // MarshalJSON writes the job as `lite show --json` prints it:
@@ -49,12 +51,13 @@ type jobJSON struct {
 //	 "lease_token": "…", "locked_by": "host:pid:random",
 //	 "leased_at": "…Z", "heartbeat_at": "…Z",
 //	 "errors": [{"attempt": 1, "generation": 1, "at": "…Z", "error": "…"}, …],
-//	 "created_at": "…Z", "finished_at": "…Z"}
+//	 "created_at": "…Z", "finished_at": "…Z",
+//	 "tags": ["signup"], "meta": {"traceparent": "00-…-01"}}
 //
 // Payload and result are strings when they are valid UTF-8 and base64 in
 // payload_base64 and result_base64 otherwise; a job with no result has
-// neither result field. Lease fields, unique_key and finished_at are left
-// out when empty; errors is always an array.
+// neither result field. Lease fields, unique_key, finished_at, tags and
+// meta are left out when empty; errors is always an array.
 func (j Job) MarshalJSON() ([]byte, error) {
 	out := jobJSON{
 		ID: j.ID, Queue: j.Queue, Kind: j.Kind, State: j.State, Priority: j.Priority,
@@ -62,6 +65,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Generation: j.Generation, LeaseToken: j.LeaseToken, LockedBy: j.LockedBy,
 		LeasedAt: j.LeasedAt.UTC(), HeartbeatAt: j.HeartbeatAt.UTC(), UniqueKey: j.UniqueKey,
 		Errors: j.Errors, CreatedAt: j.CreatedAt.UTC(), FinishedAt: j.FinishedAt.UTC(),
+		Tags: j.Tags, Meta: j.Meta,
 	}
 	if out.Errors == nil {
 		out.Errors = []AttemptError{}
@@ -94,6 +98,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		Generation: in.Generation, LeaseToken: in.LeaseToken, LockedBy: in.LockedBy,
 		LeasedAt: in.LeasedAt.UTC(), HeartbeatAt: in.HeartbeatAt.UTC(), UniqueKey: in.UniqueKey,
 		Result: result, Errors: in.Errors, CreatedAt: in.CreatedAt.UTC(), FinishedAt: in.FinishedAt.UTC(),
+		Tags: in.Tags, Meta: in.Meta,
 	}
 	return nil
 }

@@ -71,6 +71,9 @@ type Options struct {
 	// attempt (from 1) failed. Default: 1s doubling per attempt up to one
 	// hour, with the upper half jittered.
 	Backoff func(attempt int) time.Duration
+	// EnqueueMiddleware wraps every enqueue, the first outermost: see
+	// EnqueueMiddleware.
+	EnqueueMiddleware []EnqueueMiddleware
 }
 
 // Defaults applied by Options when a field is zero.

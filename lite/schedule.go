@@ -57,6 +57,9 @@ func (q *Queue) scheduleJob(j NewJob) (jobRow, error) {
 	if !j.RunAt.IsZero() || j.Delay != 0 {
 		return jobRow{}, errors.New("job: RunAt and Delay must be zero: a scheduled job runs at its tick")
 	}
+	if len(j.Tags) > 0 || len(j.Meta) > 0 {
+		return jobRow{}, errors.New("job: a schedule's job carries no tags or metadata")
+	}
 	return q.validate(j)
 }
 

@@ -71,6 +71,10 @@ type WorkerOptions struct {
 	// paused queue's jobs and jobs a queue's limits hold back do not keep
 	// it running.
 	StopWhenIdle bool
+	// Middleware wraps every handler, the first outermost; KindMiddleware
+	// wraps the handler of one kind, inside Middleware. See Middleware.
+	Middleware     []Middleware
+	KindMiddleware map[string][]Middleware
 }
 
 // QueueConfig configures one queue of a Worker.

@@ -100,7 +100,7 @@ func (w *Worker) execute(r *run) {
 	if h == nil {
 		err = Permanent(fmt.Errorf("no handler for kind %q", r.job.Kind))
 	} else {
-		err = call(ctx, h, r.job)
+		err = call(ctx, w.wrap(r.job.Kind, h), r.job)
 	}
 	if err != nil && errors.Is(context.Cause(ctx), errTimeout) {
 		err = fmt.Errorf("%w after %s: %w", errTimeout, timeout, err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/liteq/lite/lite"
@@ -132,8 +133,8 @@ func next(jobs []*lite.Job, f lite.ListFilter) int64 {
 }
 
 // parseFilter reads a page of jobs' filter from the query: state, queue,
-// kind, key (a unique key), before (the last id of the page before) and
-// limit. Pages run newest first, as a dashboard shows them; it also lets
+// kind, key (a unique key), tag (repeated, or a,b: jobs carrying every
+// one), before (the last id of the page before) and limit. Pages run newest first, as a dashboard shows them; it also lets
 // a page of available jobs, the newest of a file, be found at once.
 func parseFilter(r *http.Request) (lite.ListFilter, error) {
 	v := r.URL.Query()
@@ -142,6 +143,7 @@ func parseFilter(r *http.Request) (lite.ListFilter, error) {
 		Queue:     v.Get("queue"),
 		Kind:      v.Get("kind"),
 		UniqueKey: v.Get("key"),
+		Tags:      queryTags(v["tag"]),
 		Newest:    true,
 		// A page shows no payload or result: a job's own page does. A
 		// page of large jobs would cost their bodies in memory.
@@ -150,6 +152,11 @@ func parseFilter(r *http.Request) (lite.ListFilter, error) {
 	}
 	if f.State != "" && !slices.Contains(lite.States, f.State) {
 		return f, fmt.Errorf("unknown state %q", f.State)
+	}
+	for _, t := range f.Tags {
+		if err := lite.CheckTag(t); err != nil {
+			return f, err
+		}
 	}
 	if b := v.Get("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
@@ -166,6 +173,20 @@ func parseFilter(r *http.Request) (lite.ListFilter, error) {
 		f.Limit = n
 	}
 	return f, nil
+}
+
+// queryTags is the tags of the query's tag values, each a tag or a
+// comma-separated list; an empty value (a form's blank field) is none.
+func queryTags(values []string) []string {
+	var tags []string
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if t != "" {
+				tags = append(tags, t)
+			}
+		}
+	}
+	return tags
 }
 
 // purge is a purge request: jobs in states that finished before before.

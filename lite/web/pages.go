@@ -37,6 +37,7 @@ type pages map[string]*template.Template
 func mustParsePages(now func() time.Time) pages {
 	funcs := template.FuncMap{
 		"field": field,
+		"tags":  func(tags []string) string { return field(strings.Join(tags, ",")) },
 		"lines": block,
 		"when":  func(t time.Time) string { return when(t, now()) },
 		"age":   age,
