@@ -148,7 +148,7 @@ func bulkArgs(action BulkAction, f Filter) ([]any, error) {
 	if len(f.States) > 0 {
 		for _, s := range f.States {
 			if !slices.Contains(states, s) {
-				return nil, fmt.Errorf("%s: %w: it applies to %s jobs, not %s", action, ErrInvalidState, joinStates(states), s)
+				return nil, fmt.Errorf("%s: %w: it applies to %s jobs, not %q", action, ErrInvalidState, joinStates(states), s)
 			}
 		}
 		states = f.States
