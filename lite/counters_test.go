@@ -1,6 +1,7 @@
 package lite_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -20,6 +21,10 @@ func TestCountersSurviveRetention(t *testing.T) {
 			n, err := q.Bulk(t.Context(), lite.BulkRetry, lite.Filter{IDs: []int64{ids[lite.StateCancelled]}})
 			is.NoErr(err)
 			is.Equal(n, int64(1))
+			again := mustEnqueue(t, q, lite.NewJob{Queue: "r", MaxAttempts: 2})
+			j := mustLeaseOne(t, q, "r")
+			is.Equal(j.ID, again)
+			is.NoErr(q.AckFailed(t.Context(), j.Lease(), errors.New("once"))) // back to available: no retry
 			want := []lite.Counters{{Queue: "q", Done: 1, Dead: 1, Cancelled: 2, Retried: 2}}
 			got, err := q.Counters(t.Context())
 			is.NoErr(err)
