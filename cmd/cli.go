@@ -60,6 +60,8 @@ type root struct {
 	Limit     limitCmd     `cmd:"" help:"Cap a queue's running jobs and starts per period across every process."`
 	Retention retentionCmd `cmd:"" help:"Show or set how long finished jobs are kept: lite retention --done 24h --dead 7d --cancelled forever."`
 	Vacuum    vacuumCmd    `cmd:"" help:"Compact the file (SQLite: and switch it to incremental auto-vacuum; it rewrites the file, holding the write lock throughout)."`
+	Backup    backupCmd    `cmd:"" help:"Write a consistent copy of the file to DEST while workers run (PostgreSQL: use pg_dump)."`
+	Restore   restoreCmd   `cmd:"" help:"Put a backup at --db, fenced so that no lease or id is handed out twice; --in-place fences a restore made by other means."`
 	Serve     serveCmd     `cmd:"" help:"Serve the dashboard, the JSON API and metrics over HTTP; with -- COMMAND, run workers too."`
 	Demo      demoCmd      `cmd:"" help:"Watch several workers, one killed and one frozen, finish every job once."`
 	Schema    schemaCmd    `cmd:"" help:"Print the SQL schema of a lite database."`

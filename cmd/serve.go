@@ -84,7 +84,7 @@ func (c *serveCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) 
 		collectors, onEvent = append(collectors, outcomes), outcomes.OnEvent
 	}
 	srv := &http.Server{
-		Handler: web.Handler(q, web.Options{Token: c.Token, ReadOnly: c.ReadOnly, Hosts: hosts,
+		Handler: web.Handler(q, web.Options{Token: c.Token, ReadOnly: c.ReadOnly, Hosts: hosts, HostsSetting: "--allow-host",
 			Metrics: metrics.Handler(q, collectors...)}),
 		// A client may hold a connection only while it uses it: an idle
 		// or trickling one is closed, so that no number of them exhausts

@@ -18,11 +18,8 @@ type vacuumCmd struct {
 // bytes, "after": bytes}).
 func (c *vacuumCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	rep, err := q.Vacuum(ctx, lite.VacuumOptions{Force: c.Force})
-	if errors.Is(err, lite.ErrWorkersRunning) {
-		return fmt.Errorf("%w (lite workers lists them), or give --force", err)
-	}
 	if err != nil {
-		return err
+		return withWorkersHint(err)
 	}
 	if g.JSON {
 		return writeJSON(env.Stdout, struct {
@@ -35,6 +32,14 @@ func (c *vacuumCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue)
 		what = "lite_jobs (PostgreSQL keeps the space for its own reuse)"
 	}
 	_, err = fmt.Fprintf(env.Stdout, "vacuumed %s: %s before, %s after\n", what, size(rep.Before), size(rep.After))
+	return err
+}
+
+// withWorkersHint says what to do about ErrWorkersRunning.
+func withWorkersHint(err error) error {
+	if errors.Is(err, lite.ErrWorkersRunning) {
+		return fmt.Errorf("%w (lite workers lists them), or give --force", err)
+	}
 	return err
 }
 

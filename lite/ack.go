@@ -233,6 +233,7 @@ var ackFailedSQL = stmt{
 set state = case when ?1 or attempts >= max_attempts then 'dead' else 'available' end,
     run_at = case when ?1 or attempts >= max_attempts then run_at else ?2 end,
     finished_at = case when ?1 or attempts >= max_attempts then ?3 end,
+    ` + leaseKeptIf("?1 or attempts >= max_attempts") + `,
     errors = json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?3, 'error', ?4))
 where id = ?5 and generation = ?6 and state = 'running'
@@ -241,6 +242,7 @@ returning state, run_at, attempts, max_attempts`,
 set state = case when $1::boolean or attempts >= max_attempts then 'dead' else 'available' end,
     run_at = case when $1 or attempts >= max_attempts then run_at else $2::bigint end,
     finished_at = case when $1 or attempts >= max_attempts then $3::bigint end,
+    ` + leaseKeptIf("$1 or attempts >= max_attempts") + `,
     errors = ` + keptErrors.postgres + ` || jsonb_build_object(
         'attempt', attempts, 'generation', generation, 'at', $3::bigint, 'error', $4::text)
 where id = $5 and generation = $6 and state = 'running'

@@ -97,16 +97,16 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 // zero, so it has its whole max_attempts again (2 of 2 becomes 0 of 2,
 // never 2 of 3), and its errors stay as the record of the runs before:
 // each names its generation, which only grows, so an attempt number seen
-// twice stays told apart. The lease fields of its last run stay as a
-// record, as they do on a failed attempt, until the next lease, which
-// bumps the generation as every lease does.
+// twice stays told apart. The lease fields of its last run are cleared:
+// an available job shows no lease. The generation stays until the next
+// lease bumps it, as every lease does.
 var retrySQL = stmt{
 	sqlite: `update lite_jobs
-set state = 'available', run_at = ?, finished_at = null, attempts = 0
+set state = 'available', run_at = ?, finished_at = null, attempts = 0, ` + clearedLease + `
 where id = ? and state in ('dead', 'cancelled')
 returning id`,
 	postgres: `update lite_jobs
-set state = 'available', run_at = $1, finished_at = null, attempts = 0
+set state = 'available', run_at = $1, finished_at = null, attempts = 0, ` + clearedLease + `
 where id = $2 and state in ('dead', 'cancelled')
 returning id`,
 }

@@ -353,6 +353,26 @@ func TestListNewestFirstPagesDown(t *testing.T) {
 	})
 }
 
+func TestListingRunningJobsShowsThemAlone(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		ctx := t.Context()
+		mustEnqueue(t, q, lite.NewJob{Queue: "mail"}) // done below
+		running := mustEnqueue(t, q, lite.NewJob{Queue: "mail"})
+		mustEnqueue(t, q, lite.NewJob{Queue: "mail"})
+		mustEnqueue(t, q, lite.NewJob{Queue: "img"})
+		is.NoErr(q.AckDone(ctx, mustLeaseOne(t, q, "mail").Lease(), nil))
+		is.Equal(mustLeaseOne(t, q, "mail").ID, running)
+		for _, newest := range []bool{false, true} {
+			jobs, err := q.List(ctx, lite.ListFilter{State: lite.StateRunning, Newest: newest})
+			is.NoErr(err)
+			is.Equal(len(jobs), 1) // neither the done job nor the available ones
+			is.Equal(jobs[0].ID, running)
+		}
+	})
+}
+
 func TestListCanOmitPayloadsAndResults(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)

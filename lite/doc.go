@@ -35,6 +35,13 @@
 // (a unique key already held) leaves the transaction usable. See
 // ExampleQueue_EnqueueTx.
 //
+// On PostgreSQL your tables share the queue's schema the same way. Write
+// your SQL once for both engines: pass queries written with ? through
+// Queue.Rebind, and create each table's id column as Queue.Engine says
+// (`integer primary key` on SQLite, `bigint generated always as identity
+// primary key` on PostgreSQL), with bigint for other integer columns.
+// examples/webhooks runs on both.
+//
 // # Workers
 //
 // A [Worker] leases jobs, runs their handlers ([Worker.Handle], or

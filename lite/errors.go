@@ -46,6 +46,13 @@ var (
 	// long enough for their leases to lapse and their jobs to run twice.
 	// Stop them, or pass VacuumOptions.Force.
 	ErrWorkersRunning = errors.New("workers are running")
+	// ErrInUse means Restore found the file it would replace open in
+	// another process, which would go on writing to the replaced file.
+	ErrInUse = errors.New("database in use")
+	// ErrClockBehind means FenceRestore found an id or generation at or
+	// above the floor it derives from the clock: the clock is behind an
+	// earlier restore's. Nothing changed; set the clock right and rerun.
+	ErrClockBehind = errors.New("clock behind an earlier restore")
 )
 
 // codeError adds one of lite's sentinels to an error without changing

@@ -48,6 +48,7 @@ type outcomeKey struct{}
 type success struct {
 	mu         sync.Mutex
 	result     []byte
+	resultSets int // how many times SetResult was called
 	writes     []func(tx *sql.Tx) error
 	failWrites []func(tx *sql.Tx, f Failure) error
 	writing    atomic.Bool // its writes are running, in the settling transaction
@@ -59,13 +60,15 @@ type settlement struct {
 	writes     []func(tx *sql.Tx) error
 	failWrites []func(tx *sql.Tx, f Failure) error
 	writing    *atomic.Bool
+	from       *success // for a result set while the writes run
+	resultSets int      // from's when the handler returned
 }
 
 func (s *success) snapshot() settlement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return settlement{result: s.result, writes: slices.Clone(s.writes),
-		failWrites: slices.Clone(s.failWrites), writing: &s.writing}
+		failWrites: slices.Clone(s.failWrites), writing: &s.writing, from: s, resultSets: s.resultSets}
 }
 
 // errWriteInsideAck refuses a queue call that writes, made inside a
@@ -81,15 +84,45 @@ func insideAckWrites(ctx context.Context) bool {
 	return ok && s.writing.Load()
 }
 
-// runWrites runs a handler's CommitWithAck writes in order, in the ack's
-// transaction.
-func (d settlement) runWrites(tx *sql.Tx) error {
-	d.writing.Store(true)
-	defer d.writing.Store(false)
-	for _, write := range d.writes {
-		if err := recovered(func() error { return write(tx) }); err != nil {
-			return err
+// ackWrites runs a handler's CommitWithAck writes in order, in the ack's
+// transaction, and then stores the result they gave SetResult, if they
+// gave one: the ack stored the result as the handler left it when it
+// returned, before its writes ran.
+func (d settlement) ackWrites(ctx context.Context, q *Queue, l Lease) func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		d.writing.Store(true)
+		defer d.writing.Store(false)
+		for _, write := range d.writes {
+			if err := recovered(func() error { return write(tx) }); err != nil {
+				return err
+			}
 		}
+		d.from.mu.Lock()
+		result, late := d.from.result, d.from.resultSets != d.resultSets
+		d.from.mu.Unlock()
+		if !late {
+			return nil
+		}
+		return q.storeLateResult(ctx, tx, l, result)
+	}
+}
+
+// lateResultSQL matches the id alone: the done-ack that ran before it in
+// the same transaction matched the lease.
+var lateResultSQL = stmt{
+	sqlite:   `update lite_jobs set result = ? where id = ?`,
+	postgres: `update lite_jobs set result = $1 where id = $2`,
+}
+
+func (q *Queue) storeLateResult(ctx context.Context, tx *sql.Tx, l Lease, result []byte) error {
+	if err := q.checkResult(l, result); err != nil {
+		return err
+	}
+	if len(result) == 0 {
+		result = nil // an empty result is no result, stored as null
+	}
+	if _, err := tx.ExecContext(ctx, q.sql(lateResultSQL), result, l.JobID); err != nil {
+		return fmt.Errorf("store the result: %w", err)
 	}
 	return nil
 }
@@ -128,12 +161,14 @@ func (d settlement) failureWrites() func(tx *sql.Tx, f Failure) error {
 
 // SetResult records result as the job's result when the handler returns
 // nil. It combines with CommitWithAck: the result lands in the same
-// transaction as the writes, or neither does. It does nothing outside a
-// handler.
+// transaction as the writes, or neither does, and the writes may call it
+// too (with the handler's context), to store what they computed; the
+// last call wins. It does nothing outside a handler.
 func SetResult(ctx context.Context, result []byte) {
 	if s, ok := ctx.Value(outcomeKey{}).(*success); ok {
 		s.mu.Lock()
 		s.result = result
+		s.resultSets++
 		s.mu.Unlock()
 	}
 }

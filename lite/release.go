@@ -3,6 +3,7 @@ package lite
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -10,7 +11,24 @@ import (
 // and refunds the attempt: the job did not fail, its worker let go of it.
 // run_at stays: the job was due, and keeps its place in line.
 const releaseSet = `state = 'available', generation = generation + 1, attempts = attempts - 1,
-    lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null`
+    ` + clearedLease
+
+// clearedLease clears the lease fields: a job available again shows no
+// lease (its errors log keeps each lost or failed run's attempt and
+// generation).
+const clearedLease = `lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null`
+
+// leaseKeptIf keeps the lease fields where cond holds and clears them
+// where it does not: a failed attempt that buries the job keeps its run's
+// as the record a done job keeps, one that retries it clears them.
+func leaseKeptIf(cond string) string {
+	fields := []string{"lease_token", "locked_by", "leased_at", "heartbeat_at", "stale_after_ms"}
+	set := make([]string, len(fields))
+	for i, f := range fields {
+		set[i] = f + " = case when " + cond + " then " + f + " end"
+	}
+	return strings.Join(set, ",\n    ")
+}
 
 var releaseSQL = stmt{
 	sqlite: `update lite_jobs set ` + releaseSet + `

@@ -23,15 +23,15 @@ type Schedule struct {
 	// intervals from when it was set; the others at wall-clock times.
 	Spec string
 	// TimeZone is the IANA zone Spec's wall-clock fields are read in
-	// ("Europe/Berlin"); "" means UTC, whatever the host's zone. Across a
-	// daylight-saving change the ticks are the wall-clock times that
-	// exist, as robfig/cron computes them: a tick in the skipped hour does
-	// not fire that day (a daily 02:30 in America/New_York skips the
-	// spring-forward night), and a tick in the repeated hour fires at both
-	// of its instants (a daily 01:30 fires twice on the fall-back night),
-	// while hourly and shorter cadences keep firing once per real hour or
-	// interval. Give a job that must run once a day a time outside the
-	// changeover hours (or UTC).
+	// ("Europe/Berlin"); "" means UTC, whatever the host's zone. Each
+	// wall-clock time of Spec fires once on each day it matches, in every
+	// zone and across every daylight-saving change: a time the change
+	// repeats fires once, at its first instant (a daily 01:30 in
+	// America/New_York fires once on the fall-back night), and a time the
+	// change skips fires once, at the first instant after the gap (a
+	// daily 02:30 fires at 03:00 on the spring-forward night). So an
+	// hourly spec fires 23 times on a 23-hour day and 24 on a 25-hour
+	// one; an @every schedule keeps its interval in real time.
 	TimeZone string
 	// Job is what each tick enqueues. RunAt and Delay must be zero: the
 	// job's run time is its tick. With a UniqueKey, a tick that finds an

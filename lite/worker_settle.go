@@ -104,7 +104,7 @@ func refusedForHandlerOutput(ackErr error, out settlement) bool {
 
 func (w *Worker) ackDone(ctx context.Context, l Lease, out settlement) error {
 	if len(out.writes) > 0 {
-		return w.q.complete(ctx, l, out.result, out.runWrites)
+		return w.q.complete(ctx, l, out.result, out.ackWrites(ctx, w.q, l))
 	}
 	if c := w.acks.Load(); c != nil {
 		if err := c.ack(l, out.result); !errors.Is(err, errCompleterStopped) {

@@ -841,3 +841,59 @@ func TestCommitWithAckCalledTwice(t *testing.T) {
 		})
 	})
 }
+
+func TestSetResultInsideCommitWithAcksWrites(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		run := func(t *testing.T, handler lite.Handler) (*lite.Job, lite.Report) {
+			t.Helper()
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+			w.Handle(lite.AnyKind, handler)
+			rep, err := w.RunOnce(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return mustGet(t, q, id), rep
+		}
+
+		t.Run("a result set by the writes is stored with the ack", func(t *testing.T) {
+			is := is.New(t)
+			j, rep := run(t, func(ctx context.Context, _ *lite.Job) error {
+				lite.SetResult(ctx, []byte("before"))
+				lite.CommitWithAck(ctx, func(tx *sql.Tx) error {
+					lite.SetResult(ctx, []byte("computed in the writes"))
+					return nil
+				})
+				return nil
+			})
+			is.Equal(rep, lite.Report{Leased: 1, Done: 1})
+			is.Equal(string(j.Result), "computed in the writes") // the last call wins
+		})
+
+		t.Run("a result too large set by the writes fails the attempt", func(t *testing.T) {
+			is := is.New(t)
+			j, rep := run(t, func(ctx context.Context, _ *lite.Job) error {
+				lite.CommitWithAck(ctx, func(tx *sql.Tx) error {
+					lite.SetResult(ctx, make([]byte, lite.DefaultMaxPayloadBytes+1))
+					return nil
+				})
+				return nil
+			})
+			is.Equal(rep, lite.Report{Leased: 1, Failed: 1})
+			is.Equal(j.State, lite.StateDead)
+			is.Equal(len(j.Result), 0)
+			is.True(strings.Contains(j.Errors[0].Error, "too large"))
+		})
+
+		t.Run("writes that set no result keep the handler's", func(t *testing.T) {
+			is := is.New(t)
+			j, _ := run(t, func(ctx context.Context, _ *lite.Job) error {
+				lite.SetResult(ctx, []byte("from the handler"))
+				lite.CommitWithAck(ctx, func(tx *sql.Tx) error { return nil })
+				return nil
+			})
+			is.Equal(string(j.Result), "from the handler")
+		})
+	})
+}

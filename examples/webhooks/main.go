@@ -4,7 +4,11 @@
 // event with per-queue concurrency, and records the event's status in the
 // same fenced commit as the job's outcome: delivered with the ack,
 // retrying or gone with the failure. The test (main_test.go) checks it
-// with lite's test kit.
+// with lite's test kit, on SQLite and on PostgreSQL.
+//
+// Its own SQL is written once for both engines: queries with ?
+// placeholders go through Queue.Rebind, and the table's id column is the
+// one thing its schema spells per engine (Queue.Engine).
 package main
 
 import (
@@ -23,6 +27,7 @@ import (
 	"time"
 
 	"github.com/liteq/lite/lite"
+	_ "github.com/liteq/lite/lite/pg" // for a postgres:// WEBHOOKS_DB
 )
 
 // Deliver is a delivery job: the type names its kind, so an enqueue and
@@ -47,13 +52,26 @@ func (Alert) Kind() string { return "alert_owner" }
 
 func (Alert) JobDefaults() lite.NewJob { return lite.NewJob{Queue: "alerts"} }
 
+// schema is the app's table. Its id is the engine's own: a rowid on
+// SQLite, an identity on PostgreSQL, where integer is 32 bits.
 const schema = `create table if not exists events (
-    id     integer primary key,
+    id     %s,
     url    text not null,
     body   text not null,
     status text not null default 'pending',
     detail text not null default ''
 )`
+
+var idColumn = map[string]string{
+	"sqlite":   "integer primary key",
+	"postgres": "bigint generated always as identity primary key",
+}
+
+// createSchema makes the app's table in q's engine.
+func createSchema(ctx context.Context, q *lite.Queue) error {
+	_, err := q.DB().ExecContext(ctx, fmt.Sprintf(schema, idColumn[q.Engine()]))
+	return err
+}
 
 // app holds what the endpoint and the handlers share.
 type app struct {
@@ -90,7 +108,7 @@ func (a *app) record(ctx context.Context, url, body string) (int64, error) {
 	}
 	defer tx.Rollback()
 	var id int64
-	if err := tx.QueryRowContext(ctx, `insert into events (url, body) values (?, ?) returning id`, url, body).Scan(&id); err != nil {
+	if err := tx.QueryRowContext(ctx, a.q.Rebind(`insert into events (url, body) values (?, ?) returning id`), url, body).Scan(&id); err != nil {
 		return 0, err
 	}
 	if _, err := lite.EnqueueArgsTx(ctx, a.q, tx, Deliver{Event: id, URL: url}); err != nil {
@@ -106,7 +124,7 @@ var errRefused = errors.New("the receiver refused the event")
 // under the job's lease: a worker that lost the job writes nothing.
 func (a *app) deliver(ctx context.Context, job *lite.Job, d Deliver) error {
 	var body string
-	if err := a.q.DB().QueryRowContext(ctx, `select body from events where id = ?`, d.Event).Scan(&body); err != nil {
+	if err := a.q.DB().QueryRowContext(ctx, a.q.Rebind(`select body from events where id = ?`), d.Event).Scan(&body); err != nil {
 		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, strings.NewReader(body))
@@ -125,7 +143,7 @@ func (a *app) deliver(ctx context.Context, job *lite.Job, d Deliver) error {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `update events set status = ?, detail = ? where id = ?`, status, detail, d.Event)
+		_, err := tx.ExecContext(ctx, a.q.Rebind(`update events set status = ?, detail = ? where id = ?`), status, detail, d.Event)
 		return err
 	})
 	resp, err := a.client.Do(req)
@@ -141,7 +159,7 @@ func (a *app) deliver(ctx context.Context, job *lite.Job, d Deliver) error {
 	}
 	lite.SetResult(ctx, []byte(resp.Status))
 	lite.CommitWithAck(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `update events set status = 'delivered', detail = ? where id = ?`, resp.Status, d.Event)
+		_, err := tx.ExecContext(ctx, a.q.Rebind(`update events set status = 'delivered', detail = ? where id = ?`), resp.Status, d.Event)
 		return err
 	})
 	return nil
@@ -167,8 +185,14 @@ func newWorker(a *app, opts lite.WorkerOptions) (*lite.Worker, error) {
 	return w, nil
 }
 
+// main runs on the file webhooks.db, or on the database WEBHOOKS_DB
+// names (a path, or a postgres:// URL).
 func main() {
-	if err := run(context.Background(), "webhooks.db", os.Stdout); err != nil {
+	db := os.Getenv("WEBHOOKS_DB")
+	if db == "" {
+		db = "webhooks.db"
+	}
+	if err := run(context.Background(), db, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "webhooks:", err)
 		os.Exit(1)
 	}
@@ -176,13 +200,13 @@ func main() {
 
 // run posts three events, to a receiver that takes them and to one that
 // refuses them, and works until each is delivered or gone.
-func run(ctx context.Context, path string, out io.Writer) error {
-	q, err := lite.Open(ctx, path, lite.Options{Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+func run(ctx context.Context, db string, out io.Writer) error {
+	q, err := lite.Open(ctx, db, lite.Options{Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
 	if err != nil {
 		return err
 	}
 	defer q.Close()
-	if _, err := q.DB().ExecContext(ctx, schema); err != nil {
+	if err := createSchema(ctx, q); err != nil {
 		return err
 	}
 	a := &app{q: q, client: &http.Client{Timeout: 5 * time.Second}, out: out}

@@ -16,7 +16,9 @@
 // exactly one, with the args given (compared as JSON, through the type);
 // RequireEnqueuedMany requires several, in the order they were enqueued;
 // RequireNotEnqueued requires none. Opts narrows any of them to one
-// queue. A failure lists every job of the kind found, with its args.
+// queue, and Opts.Among looks for the wanted jobs among others of the
+// kind, for a file that holds more than the test made. A failure lists
+// every job of the kind found, with its args.
 //
 //	signup(ctx, q, "ada@example.com") // the code under test
 //	litetest.RequireEnqueued(t, q, Welcome{To: "ada@example.com"})
@@ -35,7 +37,8 @@
 // its ack, a Snooze or a failure under its lease. Calling the handler
 // directly skips all of that, and a test passes while nothing is written.
 // Work returns the event that ended the run; Drain runs every ready job
-// until none is left and returns what it did.
+// until none is left and returns what it did; it fails, naming the
+// limit, when a queue's rate limit keeps ready jobs from starting.
 //
 //	w, _ := lite.NewWorker(q, lite.WorkerOptions{})
 //	lite.HandleArgs(w, sendWelcome)

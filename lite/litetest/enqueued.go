@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,10 +33,19 @@ type Opts struct {
 	// Queue, if set, is the one queue the assertion looks in: jobs of the
 	// kind in other queues do not count (a failure still lists them).
 	Queue string
+	// Among looks for the wanted jobs among any others of the kind, as in
+	// an app's file that holds many: RequireEnqueued then requires a job
+	// with want's args and returns the first in id order, and
+	// RequireEnqueuedMany requires one for each want[i], in id order (each
+	// a later job than the one before). Without it the jobs of the kind
+	// must be exactly those wanted. The NotEnqueued forms refuse it: they
+	// want no job of the kind at all.
+	Among bool
 }
 
 // RequireEnqueued requires exactly one job of T's kind (in opts' queue),
-// whose args are JSON-equal to want, and returns it. It looks at jobs in
+// whose args are JSON-equal to want, and returns it; with Opts.Among, a
+// job with want's args among any others of the kind. It looks at jobs in
 // every state, so it holds after the job ran too, and reads what is
 // committed; inside your own transaction use RequireEnqueuedTx. It fails
 // the test at once otherwise, listing every job of the kind it found.
@@ -149,15 +159,49 @@ func requireEnqueued[T lite.Args](tb testing.TB, name string, db querier, want [
 			in = append(in, f)
 		}
 	}
-	if problem := mismatch(in, wantJSON); problem != "" {
+	match := exactly[T]
+	if o.Among {
+		if len(want) == 0 {
+			tb.Fatalf("litetest.%s: Opts.Among has no meaning here: it wants no job of the kind at all", name)
+			return nil
+		}
+		match = among[T]
+	}
+	matched, problem := match(in, wantJSON)
+	if problem != "" {
 		tb.Fatal(failure(name, kind, o.Queue, problem, wantJSON, all))
 		return nil
 	}
-	out := make([]Enqueued[T], len(in))
-	for i, f := range in {
+	out := make([]Enqueued[T], len(matched))
+	for i, f := range matched {
 		out[i] = f.Enqueued
 	}
 	return out
+}
+
+// exactly requires the jobs found to be those wanted, in order.
+func exactly[T lite.Args](in []found[T], want [][]byte) ([]found[T], string) {
+	return in, mismatch(in, want)
+}
+
+// among picks, for each want in order, the first job after the one picked
+// for the want before it whose args are want's, or says which has none.
+func among[T lite.Args](in []found[T], want [][]byte) ([]found[T], string) {
+	var picked []found[T]
+	next := 0
+	for i, w := range want {
+		j := slices.IndexFunc(in[next:], func(f found[T]) bool { return f.decodeErr == nil && bytes.Equal(f.args, w) })
+		if j < 0 {
+			after := ""
+			if i > 0 {
+				after = fmt.Sprintf(" after job %d (want[%d]'s)", picked[i-1].ID, i-1)
+			}
+			return nil, fmt.Sprintf("no job%s has want[%d]'s args, among %d found", after, i, len(in))
+		}
+		picked = append(picked, in[next+j])
+		next += j + 1
+	}
+	return picked, ""
 }
 
 // mismatch says how the jobs found differ from those wanted, or "".

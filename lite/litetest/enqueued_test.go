@@ -2,6 +2,7 @@ package litetest_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -296,4 +297,55 @@ func TestRequireEnqueuedTx(t *testing.T) {
 
 	is.NoErr(tx.Commit())
 	passes(t, runTB(func(tb testing.TB) { litetest.RequireEnqueued(tb, q, greet{Name: "ada"}) }))
+}
+
+func TestRequireEnqueuedAmong(t *testing.T) {
+	is := is.New(t)
+	q := litetest.Open(t)
+	ctx := t.Context()
+	for _, name := range []string{"ada", "bob", "cy"} { // an app's file holds jobs of earlier requests
+		enqueue(t, q, greet{Name: name})
+	}
+	tx, err := q.DB().BeginTx(ctx, nil)
+	is.NoErr(err)
+	defer tx.Rollback()
+	id, err := lite.EnqueueArgsTx(ctx, q, tx, greet{Name: "dee"})
+	is.NoErr(err)
+	among := litetest.Opts{Among: true}
+
+	t.Run("the exact form still wants the jobs of the kind to be those wanted", func(t *testing.T) {
+		fails(t, runTB(func(tb testing.TB) { litetest.RequireEnqueuedTx(tb, tx, greet{Name: "dee"}) }),
+			"want 1, found 4")
+	})
+
+	t.Run("among others, the job with the args is found and returned", func(t *testing.T) {
+		is := is.New(t)
+		var got litetest.Enqueued[greet]
+		passes(t, runTB(func(tb testing.TB) { got = litetest.RequireEnqueuedTx(tb, tx, greet{Name: "dee"}, among) }))
+		is.Equal(got.ID, id)
+		passes(t, runTB(func(tb testing.TB) { litetest.RequireEnqueued(tb, q, greet{Name: "bob"}, among) }))
+	})
+
+	t.Run("among others, a job with other args is not found", func(t *testing.T) {
+		fails(t, runTB(func(tb testing.TB) { litetest.RequireEnqueued(tb, q, greet{Name: "dee"}, among) }),
+			`litetest.RequireEnqueued: jobs of kind "greet" in any queue: no job has want[0]'s args, among 3 found`)
+	})
+
+	t.Run("many are found among others in id order", func(t *testing.T) {
+		is := is.New(t)
+		var got []litetest.Enqueued[greet]
+		passes(t, runTB(func(tb testing.TB) {
+			got = litetest.RequireEnqueuedManyTx(tb, tx, []greet{{Name: "ada"}, {Name: "dee"}}, among)
+		}))
+		is.Equal(len(got), 2)
+		is.Equal(got[1].ID, id)
+		fails(t, runTB(func(tb testing.TB) {
+			litetest.RequireEnqueuedManyTx(tb, tx, []greet{{Name: "dee"}, {Name: "ada"}}, among)
+		}), fmt.Sprintf("no job after job %d (want[0]'s) has want[1]'s args, among 4 found", id))
+	})
+
+	t.Run("the not-enqueued forms refuse it", func(t *testing.T) {
+		fails(t, runTB(func(tb testing.TB) { litetest.RequireNotEnqueued[bill](tb, q, among) }),
+			"Opts.Among has no meaning here")
+	})
 }

@@ -1,7 +1,10 @@
 package litetest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/liteq/lite/lite"
 )
@@ -41,6 +44,14 @@ const drainStuck = 100
 // Drain fails the test at once on an error (w is running, has no
 // handlers, the file cannot be written), and when 100 batches in a row
 // end no job: a handler that snoozes for no time would never let it end.
+//
+// It also fails when it stops with jobs ready that a queue's rate limit
+// keeps from starting (Limits.Rate per Per, spent in this window): the
+// message names each such queue, its limit and when its next window
+// opens. Drain does not move the Clock itself, since the test owns it:
+// move it to that time and Drain again, or give the queue a rate the
+// test does not reach. A paused queue's jobs are left alone: the pause
+// says why.
 func Drain(tb testing.TB, w *lite.Worker) lite.Report {
 	tb.Helper()
 	var sum lite.Report
@@ -52,6 +63,7 @@ func Drain(tb testing.TB, w *lite.Worker) lite.Report {
 			return sum
 		}
 		if rep.Leased == 0 {
+			rateHeld(tb, w, sum)
 			return sum
 		}
 		sum = add(sum, rep)
@@ -63,6 +75,26 @@ func Drain(tb testing.TB, w *lite.Worker) lite.Report {
 			return sum
 		}
 	}
+}
+
+// rateHeld fails the test if ready jobs of w's wait for a rate window.
+func rateHeld(tb testing.TB, w *lite.Worker, sum lite.Report) {
+	tb.Helper()
+	held, err := w.RateHeld(tb.Context())
+	if err != nil {
+		tb.Fatalf("litetest.Drain: %v", err)
+		return
+	}
+	if len(held) == 0 {
+		return
+	}
+	why := make([]string, len(held))
+	for i, h := range held {
+		why[i] = fmt.Sprintf("queue %q started its %d per %s (lite.Limits.Rate) and opens its next window at %s",
+			h.Queue, h.Rate, h.Per, h.OpensAt.UTC().Format(time.RFC3339Nano))
+	}
+	tb.Fatalf("litetest.Drain: ready jobs wait for a rate limit: %s; advance the Clock to that time and Drain again "+
+		"(so far: %+v)", strings.Join(why, "; "), sum)
 }
 
 // add sums two reports, field by field.

@@ -178,3 +178,48 @@ func TestDrain(t *testing.T) {
 			"litetest.Drain: worker: no handlers registered")
 	})
 }
+
+func TestDrainAtARateLimit(t *testing.T) {
+	setup := func(t *testing.T) (*litetest.Clock, *lite.Queue, *lite.Worker) {
+		t.Helper()
+		clock := litetest.NewClock(start)
+		q := litetest.Open(t, lite.Options{Now: clock.Now})
+		if err := q.SetLimits(t.Context(), "mail", lite.Limits{Rate: 2, Per: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		w := newWorker(t, q, lite.WorkerOptions{})
+		lite.HandleArgs(w, func(context.Context, *lite.Job, greet) error { return nil })
+		for range 5 {
+			enqueue(t, q, greet{Name: "ada"}, lite.NewJob{Queue: "mail"})
+		}
+		return clock, q, w
+	}
+
+	t.Run("a drain stopped by a rate limit fails, naming the limit and when its window opens", func(t *testing.T) {
+		_, _, w := setup(t)
+		fails(t, runTB(func(tb testing.TB) { litetest.Drain(tb, w) }),
+			`litetest.Drain: ready jobs wait for a rate limit: queue "mail" started its 2 per 1m0s (lite.Limits.Rate)`,
+			"opens its next window at 2030-01-02T03:05:05Z", "advance the Clock", "Done:2")
+	})
+
+	t.Run("moving the clock to each window drains the rest", func(t *testing.T) {
+		is := is.New(t)
+		clock, _, w := setup(t)
+		for _, want := range []int{2, 2, 1} {
+			var rep lite.Report
+			runFake(&fakeTB{keepGoing: true}, func(tb testing.TB) { rep = litetest.Drain(tb, w) })
+			is.Equal(rep.Done, want) // a window's starts
+			clock.Advance(time.Minute)
+		}
+		passes(t, runTB(func(tb testing.TB) { litetest.Drain(tb, w) })) // nothing is left to wait for
+	})
+
+	t.Run("a paused queue's jobs are left alone without a failure", func(t *testing.T) {
+		is := is.New(t)
+		_, q, w := setup(t)
+		is.NoErr(q.Pause(t.Context(), "mail"))
+		var rep lite.Report
+		passes(t, runTB(func(tb testing.TB) { rep = litetest.Drain(tb, w) }))
+		is.Equal(rep, lite.Report{})
+	})
+}

@@ -24,15 +24,15 @@ const maxPage = 1000
 func (s *server) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/stats", func(w http.ResponseWriter, r *http.Request) {
 		stats, err := s.q.Stats(r.Context())
-		s.reply(w, r, stats, err)
+		s.reply(w, r, nonNil(stats), err)
 	})
 	mux.HandleFunc("GET /api/backlog", func(w http.ResponseWriter, r *http.Request) {
 		b, err := s.q.Backlog(r.Context())
-		s.reply(w, r, b, err)
+		s.reply(w, r, nonNil(b), err)
 	})
 	mux.HandleFunc("GET /api/throughput", func(w http.ResponseWriter, r *http.Request) {
 		t, err := s.q.Throughput(r.Context(), chartWindow)
-		s.reply(w, r, t, err)
+		s.reply(w, r, nonNil(t), err)
 	})
 	mux.HandleFunc("GET /api/jobs", func(w http.ResponseWriter, r *http.Request) {
 		f, err := parseFilter(r)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,6 +142,28 @@ func TestAPI(t *testing.T) {
 			w = post(h, "/api/purge", url.Values{"older_than": {"a week"}})
 			is.Equal(w.Code, http.StatusBadRequest)
 			is.Equal(apiError(t, w.Body.Bytes()), `older_than must be a duration such as 24h, not "a week"`)
+		})
+	})
+}
+
+func TestAPIListsOfNothing(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
+		h := handler(q, clock, web.Options{})
+		for _, target := range []string{"/api/stats", "/api/backlog", "/api/throughput", "/api/schedules"} {
+			t.Run(target+" of an empty file answers [], never null", func(t *testing.T) {
+				is := is.New(t)
+				w := get(h, target)
+				is.Equal(w.Code, http.StatusOK)
+				is.Equal(strings.TrimSpace(w.Body.String()), "[]")
+			})
+		}
+		t.Run("the job and worker lists of an empty file are [], never null", func(t *testing.T) {
+			var page map[string]json.RawMessage
+			decode(t, get(h, "/api/jobs").Body.Bytes(), &page)
+			is.New(t).Equal(string(page["jobs"]), "[]")
+			decode(t, get(h, "/api/workers").Body.Bytes(), &page)
+			is.New(t).Equal(string(page["workers"]), "[]")
+			is.New(t).Equal(string(page["unhandled"]), "[]")
 		})
 	})
 }

@@ -11,10 +11,13 @@
 //
 // It is safe by default: every response carries a strict
 // Content-Security-Policy; a request whose Host header is not one the
-// handler expects is refused (DNS rebinding); actions are POST only and a
-// cross-site POST is refused (http.CrossOriginProtection); with a Token
-// every request must carry it (Authorization: Bearer, or the session
-// cookie the login form sets); ReadOnly leaves out every action. Every job
+// handler expects is refused (DNS rebinding); without a Token a client
+// whose address (the connection's, not a header) is not loopback is
+// refused with 403, so a program that mounts the handler on 0.0.0.0 is
+// no more open than `lite serve`; actions are POST only and a cross-site
+// POST is refused (http.CrossOriginProtection); with a Token every request
+// must carry it (Authorization: Bearer, or the session cookie the login
+// form sets); ReadOnly leaves out every action. Every job
 // field is untrusted and shows as text.
 //
 // Prometheus metrics live in the subpackage metrics, so that a program

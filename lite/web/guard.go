@@ -24,8 +24,9 @@ const sessionCookie = "lite_session"
 var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
 
 // guard wraps every request in the checks, outermost first: security
-// headers on every answer, then the Host check, the cross-origin check of
-// unsafe methods, and the token. The login form and the static files need
+// headers on every answer, then the Host check, without a token the
+// client's address, the cross-origin check of unsafe methods, and the
+// token. The login form and the static files need
 // no token (the login page is made of them).
 func (s *server) guard(next http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
@@ -53,7 +54,11 @@ func (s *server) guard(next http.Handler) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		if !s.hostAllowed(r.Host) {
-			s.fail(w, r, http.StatusMisdirectedRequest, "host not allowed: the server expects another Host header (see --allow-host)")
+			s.fail(w, r, http.StatusMisdirectedRequest, "host not allowed: the server expects another Host header (see "+s.opts.HostsSetting+")")
+			return
+		}
+		if s.opts.Token == "" && !localClient(r) {
+			s.fail(w, r, http.StatusForbidden, "refused: without a token the server answers clients on this machine only (set a token)")
 			return
 		}
 		checked.ServeHTTP(w, r)
@@ -70,6 +75,21 @@ func (s *server) hostAllowed(host string) bool {
 		return true
 	}
 	return slices.ContainsFunc(s.opts.Hosts, func(allowed string) bool { return strings.EqualFold(allowed, host) })
+}
+
+// localClient reports whether r comes from this machine: a loopback
+// address, by the connection's own address rather than any header a
+// client or proxy sets, or a Unix socket.
+func localClient(r *http.Request) bool {
+	if _, unix := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr); unix {
+		return true
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // authorized reports whether r carries the token, as a bearer token or as

@@ -8,11 +8,17 @@ import (
 )
 
 // Options configure the handler. The zero value serves every page and
-// action, without a token, to requests addressed to the loopback names.
+// action, without a token, to clients on this machine (a loopback address
+// or a Unix socket) whose requests are addressed to the loopback names.
 type Options struct {
 	// Token, when set, is required on every request: as
 	// "Authorization: Bearer TOKEN" for the API and /metrics, or through
 	// the login form, which sets a session cookie, for the browser.
+	// Without one, a client whose address is not loopback is refused
+	// with 403, whatever headers it sends, as `lite serve` refuses to
+	// listen off loopback without a token. Behind a reverse proxy on the
+	// same machine every client has the proxy's loopback address: give
+	// a Token there.
 	Token string
 	// ReadOnly leaves out every action: none is rendered, and a posted
 	// one is refused with 403.
@@ -23,6 +29,10 @@ type Options struct {
 	// a Token. A request for another host is refused, so that a web page
 	// on a name rebound to 127.0.0.1 cannot read the dashboard.
 	Hosts []string
+	// HostsSetting names the setting that allows another host, in the
+	// refusal of a request for one. Default "Options.Hosts"; lite serve
+	// names its flag.
+	HostsSetting string
 	// Metrics, if set, is served at metrics behind the same checks (see
 	// package metrics).
 	Metrics http.Handler
@@ -38,6 +48,9 @@ type Options struct {
 func Handler(q *lite.Queue, opts Options) http.Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.HostsSetting == "" {
+		opts.HostsSetting = "Options.Hosts"
 	}
 	s := &server{q: q, opts: opts, pages: mustParsePages(opts.Now)}
 	mux := http.NewServeMux()

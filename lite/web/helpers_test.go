@@ -70,10 +70,11 @@ func state(t *testing.T, q *lite.Queue, id int64) lite.State {
 	return j.State
 }
 
-// request is one request to the handler, from 127.0.0.1:8080 unless its
-// headers say otherwise.
+// request is one request to the handler, for 127.0.0.1:8080 unless its
+// headers say otherwise, from a client at remote (default 127.0.0.1).
 type request struct {
 	method, target string
+	remote         string
 	form           url.Values
 	header         map[string]string
 }
@@ -85,6 +86,10 @@ func do(h http.Handler, r request) *httptest.ResponseRecorder {
 	}
 	req := httptest.NewRequest(r.method, r.target, body)
 	req.Host = "127.0.0.1:8080"
+	req.RemoteAddr = "127.0.0.1:50000"
+	if r.remote != "" {
+		req.RemoteAddr = r.remote
+	}
 	if r.form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}

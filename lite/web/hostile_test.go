@@ -89,10 +89,19 @@ func TestHostileFieldsShowAsText(t *testing.T) {
 			is := is.New(t)
 			body := get(h, fmt.Sprintf("/jobs/%d", id)).Body.String()
 			shown := "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/textarea&gt;&lt;img src=x onerror=alert(2)&gt;&#34;&#39;javascript:alert(3)\\x1b[2J\\u202e"
-			is.Equal(strings.Count(body, shown), 3) // locked by, payload, error
+			is.Equal(strings.Count(body, shown), 2) // payload, error: a dead job shows no lease
 			name := "<dd>" + shown[:len(shown)-len(`\x1b[2J\u202e`)] + "</dd>"
 			is.Equal(strings.Count(body, name), 3) // queue, kind, unique key
-
+		})
+		t.Run("a running job's page shows its worker escaped, as text", func(t *testing.T) {
+			is := is.New(t)
+			running := enqueue(t, q, lite.NewJob{Queue: "emails"}) // the hostile queue is paused
+			if leased, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"emails"}, Max: 1, LockedBy: hostile}); err != nil || len(leased) != 1 {
+				t.Fatalf("lease: %v", err)
+			}
+			body := get(h, fmt.Sprintf("/jobs/%d", running)).Body.String()
+			shown := "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/textarea&gt;&lt;img src=x onerror=alert(2)&gt;&#34;&#39;javascript:alert(3)\\x1b[2J\\u202e"
+			is.Equal(strings.Count(body, "<dd>"+shown+"</dd>"), 1) // locked by
 		})
 		t.Run("the schedules page shows the schedule's name, queue and kind as text", func(t *testing.T) {
 			is := is.New(t)

@@ -75,12 +75,21 @@ func TestPages(t *testing.T) {
 			is.True(strings.Contains(body, "<tr><td>1</td><td>1</td>"))
 			is.True(strings.Contains(body, "smtp: 451 try later"))
 			is.True(strings.Contains(body, fmt.Sprintf(`href="../jobs/%d/confirm?action=retry"`, ids.dead)))
-			is.True(!strings.Contains(body, "action=cancel")) // a dead job cannot be cancelled
+			is.True(!strings.Contains(body, "action=cancel"))  // a dead job cannot be cancelled
+			is.True(!strings.Contains(body, "<h2>Lease</h2>")) // a finished job has no lease
+			is.True(strings.Contains(body, "<dt>Generation</dt><dd>1</dd>"))
+		})
+
+		t.Run("an available job's page shows no lease", func(t *testing.T) {
+			is := is.New(t)
+			body := get(h, fmt.Sprintf("/jobs/%d", ids.available)).Body.String()
+			is.True(!strings.Contains(body, "<h2>Lease</h2>"))
 		})
 
 		t.Run("a running job's page shows its lease and heartbeat age", func(t *testing.T) {
 			is := is.New(t)
 			body := get(h, fmt.Sprintf("/jobs/%d", ids.running)).Body.String()
+			is.True(strings.Contains(body, "<h2>Lease</h2>"))
 			is.True(strings.Contains(body, "<dd>worker-1</dd>"))
 			is.True(strings.Contains(body, "heartbeat age 2m0s"))
 			is.True(strings.Contains(body, "<h2>Payload</h2>")) // not JSON

@@ -1,0 +1,63 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/liteq/lite/lite"
+)
+
+// restoreCmd puts a backup at --db, or fences --db where it lies, so that
+// no lease or id the lost database handed out is handed out again.
+type restoreCmd struct {
+	Src     string `arg:"" optional:"" name:"src" type:"path" help:"A copy lite backup made, to put at --db."`
+	InPlace bool   `name:"in-place" help:"Fence --db as it is, after a restore made by other means (a file copied back, a PostgreSQL point-in-time recovery), before any worker starts."`
+	Force   bool   `help:"Replace --db though workers are announced live on it (lite workers); a file another process has open is refused all the same."`
+}
+
+// Run restores and prints the floor and the jobs made available again
+// (--json: {"floor": n, "requeued": n}).
+func (c *restoreCmd) Run(ctx context.Context, env Env, g *globals) error {
+	switch {
+	case c.InPlace && c.Src != "":
+		return usagef("give SRC or --in-place, not both")
+	case !c.InPlace && c.Src == "":
+		return usagef("give SRC, the backup to restore, or --in-place to fence --db after a restore made by other means")
+	case c.InPlace && c.Force:
+		return usagef("--force is for replacing --db with SRC")
+	}
+	rep, err := c.restore(ctx, g.DB)
+	if err != nil {
+		return withWorkersHint(err)
+	}
+	if g.JSON {
+		return writeJSON(env.Stdout, struct {
+			Floor    int64 `json:"floor"`
+			Requeued int64 `json:"requeued"`
+		}{rep.Floor, rep.Requeued})
+	}
+	what := "fenced " + safe(lite.Redact(g.DB))
+	if !c.InPlace {
+		what = fmt.Sprintf("restored %s to %s", safe(c.Src), safe(g.DB))
+	}
+	_, err = fmt.Fprintf(env.Stdout, "%s: %d running jobs available again; every id and generation from now on is above %d\n", what, rep.Requeued, rep.Floor)
+	return err
+}
+
+func (c *restoreCmd) restore(ctx context.Context, db string) (lite.FenceReport, error) {
+	if err := checkDB(db, !c.InPlace); err != nil {
+		return lite.FenceReport{}, err
+	}
+	if !c.InPlace {
+		return lite.Restore(ctx, c.Src, db, lite.RestoreOptions{Force: c.Force})
+	}
+	// The queue opens here, not through kong's binding: restoring SRC
+	// must not hold --db open while it replaces it.
+	q, err := lite.Open(ctx, db, lite.Options{})
+	if err != nil {
+		return lite.FenceReport{}, err
+	}
+	rep, err := q.FenceRestore(ctx)
+	return rep, errors.Join(err, q.Close())
+}
