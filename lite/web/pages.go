@@ -169,11 +169,15 @@ func (s *server) routePages(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /workers", func(w http.ResponseWriter, r *http.Request) {
 		ws, err := s.workers(r)
+		var rows []workerRow
+		if err == nil {
+			rows, err = s.workerRows(r.Context(), ws.Workers)
+		}
 		if err != nil {
 			s.fail(w, r, status(err), err.Error())
 			return
 		}
-		s.render(w, r, http.StatusOK, "workers", ws)
+		s.render(w, r, http.StatusOK, "workers", workersView{Workers: rows, Unhandled: ws.Unhandled})
 	})
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "login", nil)
