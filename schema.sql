@@ -97,3 +97,20 @@ CREATE TABLE lite_retention (
     state   text    primary key check (state in ('done', 'dead', 'cancelled')),
     keep_ms integer check (keep_ms > 0)
 ) strict;
+
+CREATE TABLE lite_counters (
+    queue   text    not null,
+    counter text    not null check (counter in ('done', 'dead', 'cancelled', 'retried')),
+    shard   integer not null default 0,
+    n       integer not null,
+    primary key (queue, counter, shard)
+) strict;
+
+CREATE TRIGGER lite_counters_count after update of state on lite_jobs
+    when new.state <> old.state and (new.state in ('done', 'dead', 'cancelled')
+        or (new.state = 'available' and old.state in ('dead', 'cancelled')))
+begin
+    insert into lite_counters (queue, counter, n)
+    values (new.queue, case when new.state = 'available' then 'retried' else new.state end, 1)
+    on conflict (queue, counter, shard) do update set n = n + 1;
+end;

@@ -56,6 +56,7 @@ type root struct {
 	Wait      waitCmd      `cmd:"" help:"Wait for jobs to finish; print their results."`
 	Result    resultCmd    `cmd:"" help:"Print a finished job's result."`
 	Purge     purgeCmd     `cmd:"" help:"Delete finished jobs older than a duration."`
+	Delete    deleteCmd    `cmd:"" help:"Delete the available and finished jobs a filter matches: lite delete --state dead --queue q."`
 	Pause     pauseCmd     `cmd:"" help:"Stop a queue's jobs from starting, in every process; running ones finish."`
 	Resume    resumeCmd    `cmd:"" help:"Let a paused queue's jobs start again."`
 	Limit     limitCmd     `cmd:"" help:"Cap a queue's running jobs and starts per period across every process."`

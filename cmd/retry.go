@@ -9,7 +9,8 @@ import (
 
 // retryCmd starts a dead or cancelled job over.
 type retryCmd struct {
-	ID int64 `arg:"" help:"The dead or cancelled job's id."`
+	ID int64 `arg:"" optional:"" help:"The dead or cancelled job's id; or filter flags for every job they match."`
+	bulkFilter
 }
 
 // Help is the longer text `lite retry --help` prints.
@@ -18,11 +19,22 @@ func (c *retryCmd) Help() string {
 a job dead after 2 of 2 attempts runs up to two more times. Its errors
 are kept as its history; attempt numbers start again at 1, and each
 error's generation tells the runs apart. A job whose unique key another
-unfinished job holds now is refused and left as it is.`
+unfinished job holds now is refused and left as it is.
+
+With filter flags in place of an id, every dead or cancelled job that
+matches them starts over, in batches of 1000, each its own short
+transaction; a job whose unique key is held is skipped. --dry-run prints
+how many would.`
 }
 
 // Run retries the job.
 func (c *retryCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
+	switch one, err := c.one(lite.BulkRetry, c.ID); {
+	case err != nil:
+		return err
+	case !one:
+		return c.run(ctx, env, g, q, lite.BulkRetry)
+	}
 	if err := q.Retry(ctx, c.ID); err != nil {
 		return jobError("retry", c.ID, err)
 	}

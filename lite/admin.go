@@ -55,19 +55,26 @@ func joinStates(states []State) string {
 // no-op; the errors log records the attempt and the generation it voided.
 var cancelSQL = stmt{
 	sqlite: `update lite_jobs
-set state = 'cancelled', finished_at = ?1,
-    generation = generation + (state = 'running'),
-    errors = case when state = 'running' then json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
-        'attempt', attempts, 'generation', generation, 'at', ?1, 'error', ?2)) else errors end
+` + cancelSet.sqlite + `
 where id = ?3 and state in ('available', 'running')
 returning generation`,
 	postgres: `update lite_jobs
-set state = 'cancelled', finished_at = $1,
-    generation = generation + (state = 'running')::int,
-    errors = case when state = 'running' then ` + keptErrors.postgres + ` || jsonb_build_object(
-        'attempt', attempts, 'generation', generation, 'at', $1::bigint, 'error', $2::text) else errors end
+` + cancelSet.postgres + `
 where id = $3 and state in ('available', 'running')
 returning generation`,
+}
+
+// cancelSet is what a cancel writes, one job's or a batch's: ?1 the time,
+// ?2 the error the log records for a running job.
+var cancelSet = stmt{
+	sqlite: `set state = 'cancelled', finished_at = ?1,
+    generation = generation + (state = 'running'),
+    errors = case when state = 'running' then json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
+        'attempt', attempts, 'generation', generation, 'at', ?1, 'error', ?2)) else errors end`,
+	postgres: `set state = 'cancelled', finished_at = $1,
+    generation = generation + (state = 'running')::int,
+    errors = case when state = 'running' then ` + keptErrors.postgres + ` || jsonb_build_object(
+        'attempt', attempts, 'generation', generation, 'at', $1::bigint, 'error', $2::text) else errors end`,
 }
 
 // Cancel stops a job: an available job never runs, and a running one's

@@ -154,7 +154,8 @@ type Queue struct {
 	owned  bool
 	stmts  stmtCache
 	wakeup wakeup
-	sched  wakeup // schedules changed in this process
+	sched  wakeup    // schedules changed in this process
+	obs    observers // see ObserveEvents
 	closed sync.Once
 
 	afterBatch func()      // tests: called after each delete batch of Clean and Purge commits

@@ -82,6 +82,16 @@ var statements = map[string]any{
 	"idleInTxSQL":         idleInTxSQL,
 	"lockTimeoutSQL":      lockTimeoutSQL,
 	"anyRunningSQL":       anyRunningSQL,
+	"cancelSet":           cancelSet,
+	"bulkMatch":           bulkMatch,
+	"bulkFindSQL":         bulkFindSQL,
+	"bulkCountSQL":        bulkCountSQL,
+	"lastIDSQL":           lastIDSQL,
+	"bulkRetrySQL":        bulkRetrySQL,
+	"bulkCancelSQL":       bulkCancelSQL,
+	"bulkDeleteSQL":       bulkDeleteSQL,
+	"countersSQL":         countersSQL,
+	"previewsSQL":         previewsSQL,
 	"jobStatesSQL":        jobStatesSQL,
 }
 
@@ -95,6 +105,8 @@ var fragments = map[string]bool{
 	"liveWorker":   true,
 	"nextRunFlow":  true,
 	"rateHeldFlow": true,
+	"cancelSet":    true,
+	"bulkMatch":    true,
 }
 
 // onlyOn are the statements that one engine alone runs, with an empty

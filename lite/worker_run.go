@@ -80,6 +80,7 @@ func (w *Worker) emit(ev Event) {
 	if w.opts.OnEvent != nil {
 		w.opts.OnEvent(ev)
 	}
+	w.q.obs.emit(ev)
 }
 
 // execute runs the handler and settles its outcome.

@@ -16,8 +16,9 @@ import (
 // chartWindow is how far back the throughput chart looks.
 const chartWindow = time.Hour
 
-// maxPage caps a page of jobs, so one request cannot read the whole file.
-const maxPage = 1000
+// maxPage caps a page of jobs, so one request cannot read the whole file;
+// defaultPage is a page's length when the request gives none.
+const maxPage, defaultPage = 1000, 100
 
 // routeAPI serves the JSON API. Reads answer in the shapes `lite --json`
 // prints (Job, QueueStats, WorkerInfo); every error is {"error": "..."}
@@ -148,7 +149,7 @@ func parseFilter(r *http.Request) (lite.ListFilter, error) {
 		// A page shows no payload or result: a job's own page does. A
 		// page of large jobs would cost their bodies in memory.
 		OmitBodies: true,
-		Limit:      100,
+		Limit:      defaultPage,
 	}
 	if f.State != "" && !slices.Contains(lite.States, f.State) {
 		return f, fmt.Errorf("unknown state %q", f.State)

@@ -60,6 +60,7 @@ func Handler(q *lite.Queue, opts Options) http.Handler {
 	s.routeNamed(mux, schedules)
 	s.routeLimits(mux)
 	s.routeSchedules(mux)
+	s.routeBulk(mux)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)

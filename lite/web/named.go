@@ -71,6 +71,14 @@ var schedules = named{Path: "schedules", Field: "schedule", Back: "schedules", A
 		do:      (*lite.Queue).ResumeSchedule,
 	},
 	{
+		Name: "run", Title: "Run now", applies: always,
+		Confirm: "Enqueue this schedule's job now, once: its ticks stay as they are, so it still fires at its next one.",
+		do: func(q *lite.Queue, ctx context.Context, name string) error {
+			_, err := q.RunScheduleNow(ctx, name)
+			return err
+		},
+	},
+	{
 		Name: "remove", Title: "Remove", applies: always,
 		Confirm: "Remove this schedule: it never fires again. Jobs it already enqueued stay.",
 		do:      (*lite.Queue).RemoveSchedule,

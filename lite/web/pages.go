@@ -170,11 +170,15 @@ func (s *server) routePages(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /workers", func(w http.ResponseWriter, r *http.Request) {
 		ws, err := s.workers(r)
+		var rows []workerRow
+		if err == nil {
+			rows, err = s.workerRows(r.Context(), ws.Workers)
+		}
 		if err != nil {
 			s.fail(w, r, status(err), err.Error())
 			return
 		}
-		s.render(w, r, http.StatusOK, "workers", ws)
+		s.render(w, r, http.StatusOK, "workers", workersView{Workers: rows, Unhandled: ws.Unhandled})
 	})
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "login", nil)
@@ -197,6 +201,9 @@ type queueRow struct {
 	Limits      lite.Limits
 	Actions     []namedAction
 	Admin       bool
+	// Totals are the queue's outcomes ever, from the counters that
+	// retention never lowers.
+	Totals lite.Counters
 }
 
 // stateCount is a number of a queue's jobs in a state, linked to them.
@@ -228,7 +235,12 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, tmpl string) {
 		s.fail(w, r, status(err), err.Error())
 		return
 	}
-	rows := queueRows(backlog, charts(t, s.opts.Now()))
+	counters, err := s.q.Counters(r.Context())
+	if err != nil {
+		s.fail(w, r, status(err), err.Error())
+		return
+	}
+	rows := withTotals(queueRows(backlog, charts(t, s.opts.Now())), counters)
 	for i := range rows {
 		rows[i].Actions = s.actionsFor(queues, rows[i].Paused)
 		rows[i].Admin = !s.opts.ReadOnly
@@ -266,9 +278,16 @@ func queueRows(backlog []lite.QueueStats, charts map[string]chart) []queueRow {
 type jobsView struct {
 	Filter lite.ListFilter
 	States []lite.State
-	Jobs   []*lite.Job
+	Jobs   []jobRow
 	Next   int64
+	// Prev is the before= of the page before this one (0: the first);
+	// HasPrev says there is one.
+	Prev    int64
+	HasPrev bool
 }
+
+// Link is the query of the page before id before (0: the first).
+func (v jobsView) Link(before int64) template.URL { return pageLink(v.Filter, before) }
 
 func (s *server) jobsPage(w http.ResponseWriter, r *http.Request) {
 	if id := r.URL.Query().Get("id"); id != "" {
@@ -289,7 +308,15 @@ func (s *server) jobsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, status(err), err.Error())
 		return
 	}
-	s.render(w, r, http.StatusOK, "jobs", jobsView{Filter: f, States: lite.States, Jobs: jobs, Next: next(jobs, f)})
+	v := jobsView{Filter: f, States: lite.States, Next: next(jobs, f), HasPrev: f.BeforeID != 0}
+	if v.Jobs, err = s.jobRows(r.Context(), jobs); err == nil && v.HasPrev && len(jobs) > 0 {
+		v.Prev, err = s.prevPage(r.Context(), f, jobs[0].ID)
+	}
+	if err != nil {
+		s.fail(w, r, status(err), err.Error())
+		return
+	}
+	s.render(w, r, http.StatusOK, "jobs", v)
 }
 
 // jobView is a job's page.
@@ -299,6 +326,8 @@ type jobView struct {
 	PayloadJSON, ResultJSON bool
 	HeartbeatAge            time.Duration
 	Actions                 []jobAction
+	Wait, Run               time.Duration
+	Scheduled               bool
 }
 
 func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -306,7 +335,8 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := jobView{Job: j}
+	v := jobView{Job: j, Scheduled: scheduled(j, s.opts.Now())}
+	v.Wait, v.Run = timings(j, s.opts.Now())
 	v.Payload, v.PayloadJSON = content(j.Payload)
 	v.Result, v.ResultJSON = content(j.Result)
 	if !j.HeartbeatAt.IsZero() {

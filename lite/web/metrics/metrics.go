@@ -1,22 +1,26 @@
 // Package metrics exposes a lite queue to Prometheus: its available and
-// running jobs by queue, the age of each queue's oldest ready job, and
-// which queues are paused or capped in how many jobs run at once, read
-// from the database at each scrape (so every process on the file is
-// counted), and the outcomes a worker of this process reported, through
-// Outcomes. Finished jobs are counted by those outcomes rather than read:
-// counting a million finished rows at every scrape would cost seconds.
+// running jobs by queue, the age of each queue's oldest ready job, which
+// queues are paused or capped in how many jobs run at once, and each
+// queue's done, dead, cancelled and retried jobs, read from the database
+// at each scrape (so every process on the file is counted), and the
+// events this process's workers reported, through Outcomes. Finished jobs
+// are counted by the counters the file keeps apart from the jobs rather
+// than read: counting a million finished rows at every scrape would cost
+// seconds, and retention would lower the count. A queue known to the
+// file's settings or counters keeps its series, at zero, while it is
+// empty.
 //
 // It is a package of its own so that a program that mounts the dashboard
 // (package web) without metrics does not link the Prometheus client:
 //
-//	outcomes := metrics.NewOutcomes()
-//	w, err := lite.NewWorker(q, lite.WorkerOptions{OnEvent: outcomes.OnEvent})
-//	h := web.Handler(q, web.Options{Metrics: metrics.Handler(q, outcomes)})
+//	h := web.Handler(q, web.Options{Metrics: metrics.Handler(q)})
+//	w, err := lite.NewWorker(q, lite.WorkerOptions{}) // its events counted too
 package metrics
 
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,11 +33,19 @@ import (
 // no context, and a scrape that hangs on a locked file helps no one.
 const scrapeTimeout = 5 * time.Second
 
-// Handler serves the metrics of q, and of each extra collector (such as
-// an Outcomes), in the Prometheus text format, from a registry of its own.
+// Handler serves the metrics of q, and of each extra collector, in the
+// Prometheus text format, from a registry of its own. The events of every
+// Worker of q in this process are counted (lite_worker_events_total)
+// through Queue.ObserveEvents, however the worker was made, unless extra
+// holds an Outcomes of the caller's, which then counts what it is given.
 func Handler(q *lite.Queue, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(q))
+	if !slices.ContainsFunc(extra, func(c prometheus.Collector) bool { _, ok := c.(*Outcomes); return ok }) {
+		o := NewOutcomes()
+		q.ObserveEvents(o.OnEvent) // for as long as the queue: the handler has no end
+		reg.MustRegister(o)
+	}
 	reg.MustRegister(extra...)
 	// A metric that fails is left out and the rest are served: one bad
 	// row must not blank a dashboard, nor send a stack trace to a client.
@@ -55,6 +67,9 @@ var (
 	pausedDesc = prometheus.NewDesc("lite_queue_paused",
 		"1 while the queue is paused (no job of it starts), 0 otherwise, by queue.",
 		[]string{"queue"}, nil)
+	outcomesDesc = prometheus.NewDesc("lite_jobs_outcomes_total",
+		"Jobs that finished done, dead or cancelled, and that Retry started over, by queue and outcome, in every process; kept apart from the jobs, so retention never lowers them.",
+		[]string{"queue", "outcome"}, nil)
 	maxRunningDesc = prometheus.NewDesc("lite_queue_max_running",
 		"How many of the queue's jobs may run at once, by queue; absent when there is no such limit.",
 		[]string{"queue"}, nil)
@@ -75,6 +90,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- oldestDesc
 	ch <- pausedDesc
 	ch <- maxRunningDesc
+	ch <- outcomesDesc
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
@@ -85,19 +101,44 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(jobsDesc, err)
 		return
 	}
-	for _, s := range stats {
-		for _, state := range []lite.State{lite.StateAvailable, lite.StateRunning} {
-			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.Counts[state]), label(s.Queue), string(state))
+	counters, err := c.q.Counters(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(outcomesDesc, err)
+		return
+	}
+	for _, s := range withCounted(stats, counters) {
+		c.collectBacklog(ch, s)
+	}
+	for _, n := range counters {
+		for outcome, v := range map[string]int64{"done": n.Done, "dead": n.Dead, "cancelled": n.Cancelled, "retried": n.Retried} {
+			ch <- prometheus.MustNewConstMetric(outcomesDesc, prometheus.CounterValue, float64(v), label(n.Queue), outcome)
 		}
-		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestReady.Seconds(), label(s.Queue))
-		paused := 0.0
-		if s.Paused {
-			paused = 1
+	}
+}
+
+// withCounted adds to stats a queue with no backlog and no settings that
+// has counters: a queue keeps its series, at zero, while it is empty.
+func withCounted(stats []lite.QueueStats, counters []lite.Counters) []lite.QueueStats {
+	for _, n := range counters {
+		if !slices.ContainsFunc(stats, func(s lite.QueueStats) bool { return s.Queue == n.Queue }) {
+			stats = append(stats, lite.QueueStats{Queue: n.Queue})
 		}
-		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, label(s.Queue))
-		if s.Limits.MaxRunning > 0 {
-			ch <- prometheus.MustNewConstMetric(maxRunningDesc, prometheus.GaugeValue, float64(s.Limits.MaxRunning), label(s.Queue))
-		}
+	}
+	return stats
+}
+
+func (c collector) collectBacklog(ch chan<- prometheus.Metric, s lite.QueueStats) {
+	for _, state := range []lite.State{lite.StateAvailable, lite.StateRunning} {
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.Counts[state]), label(s.Queue), string(state))
+	}
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestReady.Seconds(), label(s.Queue))
+	paused := 0.0
+	if s.Paused {
+		paused = 1
+	}
+	ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, label(s.Queue))
+	if s.Limits.MaxRunning > 0 {
+		ch <- prometheus.MustNewConstMetric(maxRunningDesc, prometheus.GaugeValue, float64(s.Limits.MaxRunning), label(s.Queue))
 	}
 }
 

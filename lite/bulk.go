@@ -1,0 +1,260 @@
+package lite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Filter picks the jobs a bulk action changes. Empty fields match
+// everything; a job must match every field that is set.
+type Filter struct {
+	// States narrows the action to these of the states it applies to
+	// (see BulkAction); naming another is an error.
+	States []State
+	Queue  string
+	Kind   string
+	// Before matches jobs that finished before it or, unfinished, were
+	// enqueued before it: an age.
+	Before time.Time
+	// IDs matches these jobs only, as a dashboard's selection on a page.
+	IDs []int64
+	// A filter on tags joins here, in bulkMatch, once jobs carry them.
+}
+
+// BulkAction is what Bulk does to the jobs a Filter matches. Each applies
+// to some states only, checked in the statement that changes each batch,
+// as the one-job methods check it.
+type BulkAction string
+
+const (
+	// BulkRetry starts dead and cancelled jobs over, as Retry does. A job
+	// whose unique key an unfinished job holds is skipped, and of jobs
+	// sharing a key only one is started.
+	BulkRetry BulkAction = "retry"
+	// BulkCancel cancels available and running jobs, as Cancel does: a
+	// running job's generation is bumped, so its worker's ack changes
+	// nothing.
+	BulkCancel BulkAction = "cancel"
+	// BulkDelete deletes available and finished jobs. A running job is
+	// never deleted (cancel it first): its worker holds a lease on it.
+	BulkDelete BulkAction = "delete"
+)
+
+// bulkBatch bounds each transaction of a bulk action, so that workers'
+// writes wait for one short batch at most, never for the whole action.
+const bulkBatch = 1000
+
+// bulkStates are the states each action applies to. They are the guard
+// of the statement that finds each batch and of the count; the statement
+// that changes a batch repeats them, for the jobs that changed state
+// between the two.
+var bulkStates = map[BulkAction][]State{
+	BulkRetry:  {StateDead, StateCancelled},
+	BulkCancel: {StateAvailable, StateRunning},
+	BulkDelete: {StateAvailable, StateDone, StateDead, StateCancelled},
+}
+
+// bulkMatch is the filter of the find and count statements: ?1 the
+// states (the action's, narrowed by the filter's), ?2 queue, ?3 kind, ?4
+// before (0: any age), ?5 ids ([]: any).
+var bulkMatch = stmt{
+	sqlite: `state in (select value from json_each(?1))
+  and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3)
+  and (?4 = 0 or coalesce(finished_at, created_at) < ?4)
+  and (?5 = '[]' or id in (select value from json_each(?5)))`,
+	postgres: `state in (select jsonb_array_elements_text($1::jsonb))
+  and ($2 = '' or queue = $2) and ($3 = '' or kind = $3)
+  and ($4::bigint = 0 or coalesce(finished_at, created_at) < $4)
+  and ($5 = '[]' or id in (select jsonb_array_elements_text($5::jsonb)::bigint))`,
+}
+
+// bulkFindSQL is the next batch's ids, from after ?6 up to ?7 (the last
+// id when the action began, so jobs enqueued meanwhile are left alone and
+// the action ends), at most ?8 of them.
+var bulkFindSQL = stmt{
+	sqlite:   `select id from lite_jobs where ` + bulkMatch.sqlite + ` and id > ?6 and id <= ?7 order by id limit ?8`,
+	postgres: `select id from lite_jobs where ` + bulkMatch.postgres + ` and id > $6 and id <= $7 order by id limit $8`,
+}
+
+var bulkCountSQL = stmt{
+	sqlite:   `select count(*) from lite_jobs where ` + bulkMatch.sqlite,
+	postgres: `select count(*) from lite_jobs where ` + bulkMatch.postgres,
+}
+
+var lastIDSQL = stmt{
+	sqlite:   `select coalesce(max(id), 0) from lite_jobs`,
+	postgres: `select coalesce(max(id), 0) from lite_jobs`,
+}
+
+// Bulk applies action to every job f matches, in batches of its own
+// short transactions, and returns how many jobs it changed. Jobs enqueued
+// after it began are left alone. An error stops it, with the count of
+// what earlier batches changed.
+func (q *Queue) Bulk(ctx context.Context, action BulkAction, f Filter) (int64, error) {
+	args, err := bulkArgs(action, f)
+	if err != nil {
+		return 0, err
+	}
+	var last int64
+	if err := q.r.QueryRowContext(ctx, q.sql(lastIDSQL)).Scan(&last); err != nil {
+		return 0, fmt.Errorf("%s: %w", action, classify(err))
+	}
+	var total, after int64
+	for {
+		ids, err := q.bulkFind(ctx, args, after, last)
+		if err != nil {
+			return total, fmt.Errorf("%s: %w", action, classify(err))
+		}
+		if len(ids) == 0 {
+			break
+		}
+		n, err := q.bulkApply(ctx, action, ids)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("%s: %w", action, err)
+		}
+		after = ids[len(ids)-1]
+	}
+	if action == BulkRetry && total > 0 {
+		q.notify()
+	}
+	return total, nil
+}
+
+// BulkCount is how many jobs Bulk(ctx, action, f) would change now: a
+// dry run. A retry may start fewer, when jobs share a unique key.
+func (q *Queue) BulkCount(ctx context.Context, action BulkAction, f Filter) (int64, error) {
+	args, err := bulkArgs(action, f)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := q.r.QueryRowContext(ctx, q.sql(bulkCountSQL), args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("%s: count: %w", action, classify(err))
+	}
+	return n, nil
+}
+
+// bulkArgs are bulkMatch's parameters for f, or why f does not fit
+// action.
+func bulkArgs(action BulkAction, f Filter) ([]any, error) {
+	states, ok := bulkStates[action]
+	if !ok {
+		return nil, fmt.Errorf("bulk: unknown action %q", action)
+	}
+	if len(f.States) > 0 {
+		for _, s := range f.States {
+			if !slices.Contains(states, s) {
+				return nil, fmt.Errorf("%s: %w: it applies to %s jobs, not %q", action, ErrInvalidState, joinStates(states), s)
+			}
+		}
+		states = f.States
+	}
+	list := make([]string, len(states))
+	for i, s := range states {
+		list[i] = string(s)
+	}
+	var before int64
+	if !f.Before.IsZero() {
+		before = f.Before.UnixMilli()
+	}
+	ids, _ := json.Marshal(f.IDs) // []int64 always marshals
+	if f.IDs == nil {
+		ids = []byte("[]")
+	}
+	return []any{jsonList(list), f.Queue, f.Kind, before, string(ids)}, nil
+}
+
+// bulkFind reads the ids of the next batch after after.
+func (q *Queue) bulkFind(ctx context.Context, args []any, after, last int64) ([]int64, error) {
+	rows, err := q.r.QueryContext(ctx, q.sql(bulkFindSQL), append(args, after, last, bulkBatch)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// bulkApply changes one batch, in one statement, and returns how many of
+// its jobs changed: a job that left the action's states since it was
+// found is left as it is.
+func (q *Queue) bulkApply(ctx context.Context, action BulkAction, ids []int64) (int64, error) {
+	list, _ := json.Marshal(ids) // []int64 always marshals
+	now := q.nowMillis()
+	var args []any
+	var s stmt
+	switch action {
+	case BulkRetry:
+		s, args = bulkRetrySQL, []any{now, string(list)}
+	case BulkCancel:
+		s, args = bulkCancelSQL, []any{now, cancelledText, string(list)}
+	case BulkDelete:
+		s, args = bulkDeleteSQL, []any{string(list)}
+	}
+	res, err := q.writer().ExecContext(ctx, q.sql(s), args...)
+	if isUniqueViolation(err) {
+		return 0, fmt.Errorf("a unique key was taken meanwhile; try again: %w", ErrDuplicate)
+	}
+	if err != nil {
+		return 0, classify(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, classify(err)
+	}
+	return n, nil
+}
+
+// bulkRetrySQL is retrySQL for a batch. A job whose unique key an
+// unfinished job holds is skipped (the unique index would refuse it and
+// the whole batch with it), and of the batch's jobs sharing a key only
+// the first is started.
+var bulkRetrySQL = stmt{
+	sqlite: `update lite_jobs
+set state = 'available', run_at = ?1, finished_at = null, attempts = 0, ` + clearedLease + `
+where id in (select value from json_each(?2)) and state in ('dead', 'cancelled')
+  and (unique_key is null or (
+    not exists (select 1 from lite_jobs h where h.queue = lite_jobs.queue and h.unique_key = lite_jobs.unique_key
+        and h.state in ('available', 'running'))
+    and id = (select min(d.id) from lite_jobs d where d.id in (select value from json_each(?2))
+        and d.queue = lite_jobs.queue and d.unique_key = lite_jobs.unique_key)))`,
+	postgres: `update lite_jobs
+set state = 'available', run_at = $1, finished_at = null, attempts = 0, ` + clearedLease + `
+where id in (select jsonb_array_elements_text($2::jsonb)::bigint) and state in ('dead', 'cancelled')
+  and (unique_key is null or (
+    not exists (select 1 from lite_jobs h where h.queue = lite_jobs.queue and h.unique_key = lite_jobs.unique_key
+        and h.state in ('available', 'running'))
+    and id = (select min(d.id) from lite_jobs d where d.id in (select jsonb_array_elements_text($2::jsonb)::bigint)
+        and d.queue = lite_jobs.queue and d.unique_key = lite_jobs.unique_key)))`,
+}
+
+// bulkCancelSQL is cancelSQL for a batch: a running job's generation is
+// bumped and its errors log records the cancel.
+var bulkCancelSQL = stmt{
+	sqlite: `update lite_jobs
+` + cancelSet.sqlite + `
+where id in (select value from json_each(?3)) and state in ('available', 'running')`,
+	postgres: `update lite_jobs
+` + cancelSet.postgres + `
+where id in (select jsonb_array_elements_text($3::jsonb)::bigint) and state in ('available', 'running')`,
+}
+
+// bulkDeleteSQL deletes a batch, never a running job. Ids are never
+// reused, so a deleted job's stale lease can never match a new one.
+var bulkDeleteSQL = stmt{
+	sqlite: `delete from lite_jobs
+where id in (select value from json_each(?1)) and state in ('available', 'done', 'dead', 'cancelled')`,
+	postgres: `delete from lite_jobs
+where id in (select jsonb_array_elements_text($1::jsonb)::bigint) and state in ('available', 'done', 'dead', 'cancelled')`,
+}
