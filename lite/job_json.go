@@ -39,6 +39,11 @@ type jobJSON struct {
 	Errors        []AttemptError `json:"errors"`
 	CreatedAt     time.Time      `json:"created_at"`
 	FinishedAt    time.Time      `json:"finished_at,omitzero"`
+	// Progress is the JSON value reported, as it is (a number for a
+	// fraction); note and log are left out when empty.
+	Progress     json.RawMessage `json:"progress,omitempty"`
+	ProgressNote string          `json:"progress_note,omitempty"`
+	Log          []string        `json:"log,omitempty"`
 }
 
 // MarshalJSON writes the job as `lite show --json` prints it:
@@ -49,12 +54,14 @@ type jobJSON struct {
 //	 "lease_token": "…", "locked_by": "host:pid:random",
 //	 "leased_at": "…Z", "heartbeat_at": "…Z",
 //	 "errors": [{"attempt": 1, "generation": 1, "at": "…Z", "error": "…"}, …],
-//	 "created_at": "…Z", "finished_at": "…Z"}
+//	 "created_at": "…Z", "finished_at": "…Z",
+//	 "progress": 0.4, "progress_note": "converting", "log": ["…", …]}
 //
 // Payload and result are strings when they are valid UTF-8 and base64 in
 // payload_base64 and result_base64 otherwise; a job with no result has
 // neither result field. Lease fields, unique_key and finished_at are left
-// out when empty; errors is always an array.
+// out when empty; errors is always an array; progress, progress_note and
+// log are left out when the job has none.
 func (j Job) MarshalJSON() ([]byte, error) {
 	out := jobJSON{
 		ID: j.ID, Queue: j.Queue, Kind: j.Kind, State: j.State, Priority: j.Priority,
@@ -62,6 +69,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Generation: j.Generation, LeaseToken: j.LeaseToken, LockedBy: j.LockedBy,
 		LeasedAt: j.LeasedAt.UTC(), HeartbeatAt: j.HeartbeatAt.UTC(), UniqueKey: j.UniqueKey,
 		Errors: j.Errors, CreatedAt: j.CreatedAt.UTC(), FinishedAt: j.FinishedAt.UTC(),
+		Progress: j.Progress, ProgressNote: j.ProgressNote, Log: j.Log,
 	}
 	if out.Errors == nil {
 		out.Errors = []AttemptError{}
@@ -94,6 +102,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		Generation: in.Generation, LeaseToken: in.LeaseToken, LockedBy: in.LockedBy,
 		LeasedAt: in.LeasedAt.UTC(), HeartbeatAt: in.HeartbeatAt.UTC(), UniqueKey: in.UniqueKey,
 		Result: result, Errors: in.Errors, CreatedAt: in.CreatedAt.UTC(), FinishedAt: in.FinishedAt.UTC(),
+		Progress: in.Progress, ProgressNote: in.ProgressNote, Log: in.Log,
 	}
 	return nil
 }
