@@ -68,6 +68,9 @@ type root struct {
 
 	Schedule scheduleCmd `cmd:"" help:"Add, list, remove, pause and resume periodic jobs."`
 
+	Progress progressCmd `cmd:"" help:"From a command of lite work: report its job's progress (40% \"converting\")."`
+	Log      logCmd      `cmd:"" help:"From a command of lite work: append lines (or stdin's) to its job's log."`
+
 	// What lite runs of itself, never the user (hidden.go).
 	BenchChild benchChildCmd `cmd:"" name:"bench-child" hidden:""`
 	DemoJob    demoJobCmd    `cmd:"" name:"demo-job" hidden:""`
@@ -94,10 +97,13 @@ func jobError(op string, id int64, err error) error {
 }
 
 // ExitCode is the process exit code for an error Run returned: 2 for a
-// usage error, 1 for any other.
+// usage error, an exitError's own (3: a lease lost), 1 for any other.
 func ExitCode(err error) int {
 	if errors.As(err, new(usageError)) {
 		return 2
+	}
+	if e := new(exitError); errors.As(err, e) {
+		return e.code
 	}
 	return 1
 }

@@ -47,8 +47,16 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 	row("unique key", orDash(j.UniqueKey))
 	row("payload", printable(j.Payload))
 	row("result", printable(j.Result))
+	row("progress", progressText(j.Progress))
+	row("progress note", orDash(j.ProgressNote))
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(j.Log) > 0 {
+		fmt.Fprintf(env.Stdout, "log, the last %d lines:\n", len(j.Log))
+		for _, line := range j.Log {
+			fmt.Fprintf(env.Stdout, "  %s\n", safe(line))
+		}
 	}
 	for _, e := range j.Errors {
 		fmt.Fprintf(env.Stdout, "error, attempt %d (generation %d) at %s:\n",

@@ -195,7 +195,7 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Que
 		go stopWhenEmpty(work, q, slices.Sorted(maps.Keys(c.queues)), stop)
 	}
 	now := stopNow(ctx)
-	w.Handle(lite.AnyKind, c.handler(argv, work.Done(), now))
+	w.Handle(lite.AnyKind, c.handler(argv, g.DB, work.Done(), now))
 	if err := w.Run(work); err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ func (q quietWriter) Write(p []byte) (int, error) {
 // command's exit status decides: 0 is done with stdout as the result, 100
 // fails for good, any other fails the attempt. A command lite stopped fails
 // the attempt (timeout, lost lease), or gives the job back (shutdown).
-func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite.Handler {
+func (c *workerFlags) handler(argv []string, db string, shutdown, now <-chan struct{}) lite.Handler {
 	return func(ctx context.Context, job *lite.Job) error {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(),
@@ -287,6 +287,7 @@ func (c *workerFlags) handler(argv []string, shutdown, now <-chan struct{}) lite
 			"LITE_JOB_QUEUE="+job.Queue,
 			"LITE_JOB_KIND="+job.Kind,
 			"LITE_JOB_TOKEN="+job.LeaseToken,
+			"LITE_DB="+db, // for lite progress and lite log
 		)
 		// One byte over the limit is kept, so that the ack can refuse it.
 		stdout := &headWriter{max: lite.DefaultMaxPayloadBytes + 1}
