@@ -24,8 +24,7 @@ func TestACommandReportsItsProgressAndLog(t *testing.T) {
 
 		show := mustLite(t, db, "", "show", "1")
 		is.Equal(rawUnsafe(show), "")
-		is.True(strings.Contains(show, "progress:       40%\n"))
-		is.True(strings.Contains(show, "progress note:  converting\n"))
+		is.True(strings.Contains(show, "progress:     40% converting\n"))
 		is.True(strings.Contains(show, "\n  100000\n  "+strconv.Quote("last \x1b[2J")+"\n"))
 		is.True(strings.Contains(mustLite(t, db, "", "ls"), "40%"))
 

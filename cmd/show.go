@@ -47,8 +47,11 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 	row("unique key", orDash(j.UniqueKey))
 	row("payload", printable(j.Payload))
 	row("result", printable(j.Result))
-	row("progress", progressText(j.Progress))
-	row("progress note", orDash(j.ProgressNote))
+	progress := progressText(j.Progress)
+	if j.ProgressNote != "" {
+		progress += " " + safe(j.ProgressNote)
+	}
+	row("progress", progress)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
