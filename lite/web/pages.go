@@ -137,6 +137,7 @@ func (s *server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs", s.jobsPage)
 	mux.HandleFunc("GET /jobs/{id}", s.jobPage)
 	mux.HandleFunc("GET /jobs/{id}/confirm", s.confirmPage)
+	mux.HandleFunc("GET /jobs/{id}/live", s.jobLive)
 	for _, a := range jobActions {
 		mux.HandleFunc("/jobs/{id}/"+a.Name, s.postOnly(func(w http.ResponseWriter, r *http.Request) {
 			id, err := s.actionID(w, r)
@@ -298,6 +299,7 @@ type jobView struct {
 	PayloadJSON, ResultJSON bool
 	HeartbeatAge            time.Duration
 	Actions                 []jobAction
+	progressView
 }
 
 func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -305,7 +307,7 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := jobView{Job: j}
+	v := jobView{Job: j, progressView: progressOf(j)}
 	v.Payload, v.PayloadJSON = content(j.Payload)
 	v.Result, v.ResultJSON = content(j.Result)
 	if !j.HeartbeatAt.IsZero() {
