@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -64,14 +63,7 @@ func TestAStaleRunsProgressIsRefusedWithExit3(t *testing.T) {
 			cmd.Env = append(os.Environ(), "LITE_DB="+db,
 				"LITE_JOB_ID="+strconv.FormatInt(jobs[0].ID, 10),
 				"LITE_JOB_GENERATION="+strconv.FormatInt(jobs[0].Generation, 10))
-			var out, errOut bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errOut
-			err := cmd.Run()
-			code := 0
-			if exit, ok := err.(*exec.ExitError); ok {
-				code = exit.ExitCode()
-			}
-			return result{out.String(), errOut.String(), code}
+			return runCmd(t, cmd)
 		}
 		is.Equal(run("progress", "0.25").code, 0) // the lease is live
 

@@ -114,6 +114,12 @@ func runLite(t *testing.T, db, stdin string, args ...string) result {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), liteBin, append([]string{"--db", db}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs a command of the binary made ready by the caller.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
