@@ -82,6 +82,8 @@ func (c *logCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
 				return err
 			}
 			return <-read
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		case <-tick.C:
 			if len(batch) > 0 {
 				if err := report(ctx, q, l, lite.Update{Lines: batch}); err != nil {
@@ -162,15 +164,14 @@ func progressValue(s string) (json.RawMessage, error) {
 
 // progressText is a job's progress for a table: a fraction as a
 // percentage, another value as its JSON, escaped and cut short.
-func progressText(raw json.RawMessage) string {
-	if raw == nil {
+func progressText(j *lite.Job) string {
+	if j.Progress == nil {
 		return "-"
 	}
-	var f float64
-	if json.Unmarshal(raw, &f) == nil && f >= 0 && f <= 1 {
-		return strconv.FormatFloat(f*100, 'f', -1, 64) + "%"
+	if pct, ok := j.Percent(); ok {
+		return strconv.FormatFloat(pct, 'f', -1, 64) + "%"
 	}
-	s := string(raw)
+	s := string(j.Progress)
 	if utf8.RuneCountInString(s) > 24 {
 		s = string([]rune(s)[:23]) + "…"
 	}

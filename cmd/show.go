@@ -47,7 +47,7 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 	row("unique key", orDash(j.UniqueKey))
 	row("payload", printable(j.Payload))
 	row("result", printable(j.Result))
-	progress := progressText(j.Progress)
+	progress := progressText(j)
 	if j.ProgressNote != "" {
 		progress += " " + safe(j.ProgressNote)
 	}

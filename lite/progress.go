@@ -305,6 +305,16 @@ func (w *Worker) writeReports(ctx context.Context, runs []*run, heartbeat bool) 
 	return nil
 }
 
+// Percent is the job's progress as a percentage, rounded to a tenth, when
+// it is a fraction from 0 to 1: what `lite ls` and the dashboard show.
+func (j *Job) Percent() (float64, bool) {
+	var f float64
+	if j.Progress == nil || json.Unmarshal(j.Progress, &f) != nil || f < 0 || f > 1 {
+		return 0, false
+	}
+	return math.Round(f*1000) / 10, true
+}
+
 // setProgress fills the job's progress fields from their columns.
 func (j *Job) setProgress(progress, note, logTail sql.NullString) {
 	if progress.Valid {

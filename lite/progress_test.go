@@ -133,3 +133,16 @@ func TestAJobsLogKeepsItsBound(t *testing.T) {
 		}
 	})
 }
+
+func TestPercentIsAFractionRoundedToATenth(t *testing.T) {
+	is := is.New(t)
+	for raw, want := range map[string]float64{"0.07": 7, "0.4": 40, "1": 100, "0.12345": 12.3} {
+		pct, ok := (&lite.Job{Progress: []byte(raw)}).Percent()
+		is.True(ok)
+		is.Equal(pct, want)
+	}
+	for _, raw := range []string{"1.5", `"half"`, `{"page":3}`} {
+		_, ok := (&lite.Job{Progress: []byte(raw)}).Percent()
+		is.True(!ok)
+	}
+}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -20,9 +19,8 @@ func progressOf(j *lite.Job) progressView {
 	if j.Progress == nil {
 		return progressView{}
 	}
-	var f float64
-	if json.Unmarshal(j.Progress, &f) == nil && f >= 0 && f <= 1 {
-		return progressView{Progress: strconv.FormatFloat(f*100, 'f', -1, 64) + "%", IsFraction: true, Fraction: f}
+	if pct, ok := j.Percent(); ok {
+		return progressView{Progress: strconv.FormatFloat(pct, 'f', -1, 64) + "%", IsFraction: true, Fraction: pct / 100}
 	}
 	return progressView{Progress: field(string(j.Progress))}
 }
