@@ -124,6 +124,12 @@ func runLiteEnv(t *testing.T, env []string, db, stdin string, args ...string) re
 	cmd := exec.CommandContext(t.Context(), liteBin, append([]string{"--db", db}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs a command of the binary made ready by the caller.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -28,7 +28,7 @@ CREATE TABLE lite_jobs (
     errors       text    not null default '[]',
     created_at   integer not null,
     finished_at  integer
-, stale_after_ms integer, tags text not null default '[]', meta text not null default '{}') strict;
+, stale_after_ms integer, tags text not null default '[]', meta text not null default '{}', progress text, progress_note text, log_tail text) strict;
 
 CREATE INDEX lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
     where state = 'available';

@@ -71,6 +71,9 @@ type root struct {
 
 	Schedule scheduleCmd `cmd:"" help:"Add, list, remove, pause and resume periodic jobs."`
 
+	Progress progressCmd `cmd:"" help:"From a command of lite work: report its job's progress (40% \"converting\")."`
+	Log      logCmd      `cmd:"" help:"From a command of lite work: append lines (or stdin's) to its job's log."`
+
 	// What lite runs of itself, never the user (hidden.go).
 	BenchChild benchChildCmd `cmd:"" name:"bench-child" hidden:""`
 	DemoJob    demoJobCmd    `cmd:"" name:"demo-job" hidden:""`

@@ -56,11 +56,11 @@ func (c *lsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) err
 		return writeJSON(env.Stdout, jobs)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY\tTAGS")
+	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY\tTAGS\tPROGRESS")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\t%s\n",
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\t%s\t%s\n",
 			j.ID, safe(string(j.State)), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation,
-			safe(j.LockedBy), safe(strings.Join(j.Tags, ",")))
+			safe(j.LockedBy), safe(strings.Join(j.Tags, ",")), progressText(j))
 	}
 	return tw.Flush()
 }

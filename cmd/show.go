@@ -53,8 +53,19 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 	}
 	row("payload", printable(j.Payload))
 	row("result", printable(j.Result))
+	progress := progressText(j)
+	if j.ProgressNote != "" {
+		progress += " " + safe(j.ProgressNote)
+	}
+	row("progress", progress)
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(j.Log) > 0 {
+		fmt.Fprintf(env.Stdout, "log, the last %d lines:\n", len(j.Log))
+		for _, line := range j.Log {
+			fmt.Fprintf(env.Stdout, "  %s\n", safe(line))
+		}
 	}
 	for _, e := range j.Errors {
 		fmt.Fprintf(env.Stdout, "error, attempt %d (generation %d) at %s:\n",

@@ -212,7 +212,7 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Que
 	})
 	defer stopLog()
 	now := stopNow(ctx)
-	w.Handle(lite.AnyKind, c.handler(argv, log, ctx.Done(), now))
+	w.Handle(lite.AnyKind, c.handler(argv, log, g.DB, ctx.Done(), now))
 	if err := c.run(ctx, g, log, w); err != nil {
 		return err
 	}
@@ -311,7 +311,7 @@ func (q quietWriter) Write(p []byte) (int, error) {
 // command's exit status decides: 0 is done with stdout as the result, 100
 // fails for good, any other fails the attempt. A command lite stopped fails
 // the attempt (timeout, lost lease), or gives the job back (shutdown).
-func (c *workerFlags) handler(argv []string, log *slog.Logger, shutdown, now <-chan struct{}) lite.Handler {
+func (c *workerFlags) handler(argv []string, log *slog.Logger, db string, shutdown, now <-chan struct{}) lite.Handler {
 	return func(ctx context.Context, job *lite.Job) error {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(),
@@ -321,6 +321,7 @@ func (c *workerFlags) handler(argv []string, log *slog.Logger, shutdown, now <-c
 			"LITE_JOB_QUEUE="+job.Queue,
 			"LITE_JOB_KIND="+job.Kind,
 			"LITE_JOB_TOKEN="+job.LeaseToken,
+			"LITE_DB="+db, // for lite progress and lite log
 		)
 		stdout := &headWriter{max: c.maxResult}
 		stderr := &tailWriter{max: stderrTail}

@@ -81,6 +81,9 @@ var ownerWrites = []ownerWrite{
 	{"snooze", func(ctx context.Context, q *lite.Queue, l lite.Lease) error {
 		return q.Snooze(ctx, l, time.Minute)
 	}},
+	{"report", func(ctx context.Context, q *lite.Queue, l lite.Lease) error {
+		return q.Report(ctx, l, lite.Update{Progress: []byte(`0.5`), Note: "stale", Lines: []string{"stale line"}})
+	}},
 }
 
 func TestGenerationStrictlyIncreases(t *testing.T) {

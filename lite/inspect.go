@@ -45,7 +45,7 @@ type ListFilter struct {
 	BeforeID int64
 	// Limit caps the page. Default 100.
 	Limit int
-	// OmitBodies leaves every job's Payload and Result empty, for a
+	// OmitBodies leaves every job's Payload, Result and Log empty, for a
 	// listing that shows neither: a page of large jobs then costs their
 	// other fields alone in memory. Get reads one job whole.
 	OmitBodies bool
@@ -84,13 +84,15 @@ where ($1 = '' or state = $1) and ($2 = '' or queue = $2) and ($3 = '' or kind =
 	}
 }
 
-// listColumns are jobColumns with payload and result left empty when
+// listColumns are jobColumns with payload, result and log left empty when
 // the seventh parameter (OmitBodies) is true.
 var listColumns = stmt{
 	sqlite: strings.NewReplacer("payload,", "case when ?7 then x'' else payload end,",
-		"result,", "case when ?7 then null else result end,").Replace(jobColumns),
+		"result,", "case when ?7 then null else result end,",
+		"log_tail", "case when ?7 then null else log_tail end").Replace(jobColumns),
 	postgres: strings.NewReplacer("payload,", "case when $7 then ''::bytea else payload end,",
-		"result,", "case when $7 then null else result end,").Replace(jobColumns),
+		"result,", "case when $7 then null else result end,",
+		"log_tail", "case when $7 then null else log_tail end").Replace(jobColumns),
 }
 
 // listSQLs holds listSQL's texts by [newest][running], each prepared once.

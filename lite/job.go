@@ -80,6 +80,15 @@ type Job struct {
 	FinishedAt  time.Time
 	Tags        []string          // sorted; see NewJob.Tags
 	Meta        map[string]string // see NewJob.Meta
+	// Progress is the JSON value its latest run reported with SetProgress
+	// or `lite progress` (a fraction 0..1, or a small JSON value), nil if
+	// none did; ProgressNote is the message that came with it.
+	Progress     json.RawMessage
+	ProgressNote string
+	// Log holds the latest lines its runs appended with Log or `lite log`:
+	// at most MaxLogLines of the MaxLogBytes the job keeps. A list leaves
+	// it empty when it omits bodies.
+	Log []string
 }
 
 // AttemptError is the error recorded for one failed attempt. Attempt
@@ -109,7 +118,7 @@ func (j *Job) Lease() Lease {
 // jobColumns is the column list scanJob reads, in its order.
 const jobColumns = `id, queue, kind, payload, priority, state, run_at, attempts, max_attempts,
 	generation, lease_token, locked_by, leased_at, heartbeat_at, unique_key, result, errors,
-	created_at, finished_at, tags, meta`
+	created_at, finished_at, tags, meta, progress, progress_note, log_tail`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -121,13 +130,16 @@ func scanJob(s scanner) (*Job, error) {
 		leaseToken, lockedBy, uniqueKey   sql.NullString
 		errs, tags, meta                  string
 		state                             string
+		progress, note, logTail           sql.NullString
 	)
 	err := s.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &j.Priority, &state, &runAt,
 		&j.Attempts, &j.MaxAttempts, &j.Generation, &leaseToken, &lockedBy, &leasedAt,
-		&heartbeatAt, &uniqueKey, &j.Result, &errs, &createdAt, &finishedAt, &tags, &meta)
+		&heartbeatAt, &uniqueKey, &j.Result, &errs, &createdAt, &finishedAt, &tags, &meta,
+		&progress, &note, &logTail)
 	if err != nil {
 		return nil, err
 	}
+	j.setProgress(progress, note, logTail)
 	j.State = State(state)
 	j.RunAt = fromMillis(runAt)
 	j.CreatedAt = fromMillis(createdAt)

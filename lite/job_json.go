@@ -41,6 +41,11 @@ type jobJSON struct {
 	FinishedAt    time.Time         `json:"finished_at,omitzero"`
 	Tags          []string          `json:"tags,omitempty"`
 	Meta          map[string]string `json:"meta,omitempty"`
+	// Progress is the JSON value reported, as it is (a number for a
+	// fraction); note and log are left out when empty.
+	Progress     json.RawMessage `json:"progress,omitempty"`
+	ProgressNote string          `json:"progress_note,omitempty"`
+	Log          []string        `json:"log,omitempty"`
 }
 
 // MarshalJSON writes the job as `lite show --json` prints it:
@@ -52,12 +57,14 @@ type jobJSON struct {
 //	 "leased_at": "…Z", "heartbeat_at": "…Z",
 //	 "errors": [{"attempt": 1, "generation": 1, "at": "…Z", "error": "…"}, …],
 //	 "created_at": "…Z", "finished_at": "…Z",
-//	 "tags": ["signup"], "meta": {"traceparent": "00-…-01"}}
+//	 "tags": ["signup"], "meta": {"traceparent": "00-…-01"},
+//	 "progress": 0.4, "progress_note": "converting", "log": ["…", …]}
 //
 // Payload and result are strings when they are valid UTF-8 and base64 in
 // payload_base64 and result_base64 otherwise; a job with no result has
 // neither result field. Lease fields, unique_key, finished_at, tags and
-// meta are left out when empty; errors is always an array.
+// meta are left out when empty; errors is always an array; progress,
+// progress_note and log are left out when the job has none.
 func (j Job) MarshalJSON() ([]byte, error) {
 	out := jobJSON{
 		ID: j.ID, Queue: j.Queue, Kind: j.Kind, State: j.State, Priority: j.Priority,
@@ -66,6 +73,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		LeasedAt: j.LeasedAt.UTC(), HeartbeatAt: j.HeartbeatAt.UTC(), UniqueKey: j.UniqueKey,
 		Errors: j.Errors, CreatedAt: j.CreatedAt.UTC(), FinishedAt: j.FinishedAt.UTC(),
 		Tags: j.Tags, Meta: j.Meta,
+		Progress: j.Progress, ProgressNote: j.ProgressNote, Log: j.Log,
 	}
 	if out.Errors == nil {
 		out.Errors = []AttemptError{}
@@ -99,6 +107,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		LeasedAt: in.LeasedAt.UTC(), HeartbeatAt: in.HeartbeatAt.UTC(), UniqueKey: in.UniqueKey,
 		Result: result, Errors: in.Errors, CreatedAt: in.CreatedAt.UTC(), FinishedAt: in.FinishedAt.UTC(),
 		Tags: in.Tags, Meta: in.Meta,
+		Progress: in.Progress, ProgressNote: in.ProgressNote, Log: in.Log,
 	}
 	return nil
 }

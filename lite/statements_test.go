@@ -93,6 +93,7 @@ var statements = map[string]any{
 	"countersSQL":         countersSQL,
 	"previewsSQL":         previewsSQL,
 	"jobStatesSQL":        jobStatesSQL,
+	"reportSQL":           reportSQL,
 }
 
 // fragments are the parts that statements are built from: checked for

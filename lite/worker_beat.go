@@ -18,6 +18,7 @@ func (w *Worker) Heartbeat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer w.reportsLogged(ctx, runs, results)
 	for i, lost := range results {
 		r := runs[i]
 		if lost == nil || r.settling.Load() || !r.lostSeen.CompareAndSwap(false, true) {

@@ -25,6 +25,7 @@ type run struct {
 	// finds the lease gone after that knows the worker itself ended it.
 	settling atomic.Bool
 	lostSeen atomic.Bool // a heartbeat found the lease lost and stopped the handler
+	reports  reports     // SetProgress and Log's, until a heartbeat or the ack writes them
 	outcome  EventKind
 	ended    Event // the event settle emitted, which RunJob returns
 }
@@ -95,6 +96,7 @@ func (w *Worker) execute(r *run) {
 	}
 	done := &success{}
 	ctx = context.WithValue(ctx, outcomeKey{}, done)
+	ctx = context.WithValue(ctx, reportsKey{}, &r.reports)
 	h := w.handler(r.job.Kind)
 	start := w.q.opts.Now()
 	var err error
@@ -119,6 +121,7 @@ func (w *Worker) execute(r *run) {
 			CurrentGeneration: lost.CurrentGeneration, State: lost.State, Why: lost.Why, Err: lost, Elapsed: elapsed})
 		return
 	}
+	w.writeLastReports(r)
 	w.settle(r, err, done.snapshot(), elapsed)
 }
 

@@ -138,6 +138,7 @@ func (s *server) routePages(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs", s.jobsPage)
 	mux.HandleFunc("GET /jobs/{id}", s.jobPage)
 	mux.HandleFunc("GET /jobs/{id}/confirm", s.confirmPage)
+	mux.HandleFunc("GET /jobs/{id}/live", s.jobLive)
 	for _, a := range jobActions {
 		mux.HandleFunc("/jobs/{id}/"+a.Name, s.postOnly(func(w http.ResponseWriter, r *http.Request) {
 			id, err := s.actionID(w, r)
@@ -328,6 +329,7 @@ type jobView struct {
 	Actions                 []jobAction
 	Wait, Run               time.Duration
 	Scheduled               bool
+	progressView
 }
 
 func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -335,7 +337,7 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := jobView{Job: j, Scheduled: scheduled(j, s.opts.Now())}
+	v := jobView{Job: j, Scheduled: scheduled(j, s.opts.Now()), progressView: progressOf(j)}
 	v.Wait, v.Run = timings(j, s.opts.Now())
 	v.Payload, v.PayloadJSON = content(j.Payload)
 	v.Result, v.ResultJSON = content(j.Result)
