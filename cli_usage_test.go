@@ -132,6 +132,13 @@ func TestEnqueueAtTakesLocalTimesAndRFC3339(t *testing.T) {
 			is.True(strings.Contains(r.stdout, `"run_at": "`+want+`"`))
 		})
 	}
+	t.Run("an empty --at is refused, not read as now", func(t *testing.T) {
+		is := is.New(t)
+		r := berlin(t, "enqueue", "--at", "", "x") // --at "$WHEN" with WHEN unset
+		is.Equal(r.code, 2)
+		is.True(strings.HasPrefix(r.stderr, `lite: enqueue: --at "" is not a time: give a local date and time`))
+		is.Equal(r.stdout, "") // no job
+	})
 	t.Run("a refused --at names the forms it takes in words", func(t *testing.T) {
 		is := is.New(t)
 		r := berlin(t, "enqueue", "--at", "1 Dec 2026", "x")
