@@ -95,7 +95,7 @@ func TestCLISchedules(t *testing.T) {
 
 func TestEveryBadScheduleSpecIsAUsageError(t *testing.T) {
 	db := t.TempDir() + "/lite.db"
-	mustLite(t, db, "", "stats") // the new-file notice comes here
+	mustLite(t, db, "", "enqueue", "x") // the new-file notice comes here
 	for name, spec := range map[string]string{
 		"four fields":             "0 3 * *",
 		"a control character":     "0 \x1b[31m * * *",
