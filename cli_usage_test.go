@@ -113,6 +113,16 @@ func TestLimitRefusesAPeriodItCannotStoreExactly(t *testing.T) {
 	is.True(strings.Contains(mustLite(t, db, "", "limit", "q", "--rate", "5/1500ms"), "5 starts per 1.5s"))
 }
 
+func TestPurgeRefusesAnEmptyState(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "lite.db")
+	mustLite(t, db, "", "enqueue", "x")
+	r := runLite(t, db, "", "purge", "--state", "", "--older-than", "1h")
+	is.Equal(r.code, 2)
+	is.Equal(r.stderr, "lite: purge: --state is empty: give done, dead or cancelled\n")
+	is.Equal(r.stdout, "") // not "purged 0 jobs"
+}
+
 func TestEnqueueAtTakesLocalTimesAndRFC3339(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "lite.db")
 	berlin := func(t *testing.T, args ...string) result {
