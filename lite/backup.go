@@ -121,6 +121,9 @@ func snapshot(ctx context.Context, path string, opts Options, dest string) (stri
 	}
 	tmp := fmt.Sprintf("%s.new-%s", abs, uuid.NewString()[:8])
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // not the temporary name, which the user never gave
+		return "", fmt.Errorf("directory %s: %w", filepath.Dir(abs), fs.ErrNotExist)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -88,6 +88,16 @@ func TestBackup(t *testing.T) {
 		is.Equal(target, os.DevNull) // the link was not replaced
 	})
 
+	t.Run("a destination in a missing directory names the directory", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		missing := filepath.Join(t.TempDir(), "nodir")
+		err := q.Backup(t.Context(), filepath.Join(missing, "copy.db"), lite.BackupOptions{})
+		is.True(errors.Is(err, fs.ErrNotExist))
+		is.True(strings.Contains(err.Error(), "directory "+missing+": file does not exist"))
+		is.True(!strings.Contains(err.Error(), ".new-")) // not the temporary name
+	})
+
 	t.Run("on PostgreSQL a backup says what to use instead", func(t *testing.T) {
 		is := is.New(t)
 		q, _ := onPostgres(t).mustOpen(t, nil)
