@@ -45,7 +45,7 @@ func TestBackupAndRestoreFromTheCLI(t *testing.T) {
 		is.True(fenced["floor"].(float64) > 1<<40)
 		is.Equal(fenced["requeued"], 0.0)
 
-		for _, args := range [][]string{{"restore"}, {"restore", "--in-place", dest}, {"restore", "--in-place", "--force"}} {
+		for _, args := range [][]string{{"restore"}, {"restore", "--in-place", dest}} {
 			r := runLite(t, db, "", args...)
 			is.Equal(r.code, 2) // usage
 			is.Equal(strings.Count(r.stderr, "\n"), 1)
@@ -79,6 +79,23 @@ func TestRestoreRefusesAFileAWorkerProcessHasOpen(t *testing.T) {
 	mustLite(t, db, "", "restore", "--force", dest)
 	_, err := os.Stat(db + "-wal")
 	is.True(os.IsNotExist(err)) // no WAL of the replaced file beside the copy
+}
+
+func TestRestoreInPlaceRefusesWhileWorkersAreLive(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		mustLite(t, db, "", "enqueue", "x")
+		startWorker(t, db, nil, "-q", "idle", "--", "true")
+		eventually(t, "the worker announces itself", func() bool {
+			return strings.Contains(mustLite(t, db, "", "workers"), "idle")
+		})
+		r := runLite(t, db, "", "restore", "--in-place")
+		is.Equal(r.code, 1)
+		is.Equal(strings.Count(r.stderr, "\n"), 1)
+		is.True(strings.Contains(r.stderr, "workers are running: 1 live would see their running jobs started again; stop them first (lite workers lists them), or give --force"))
+		is.True(strings.HasPrefix(mustLite(t, db, "", "restore", "--in-place", "--force"), "fenced "))
+	})
 }
 
 func TestABackupTakenWhileWorkersRunIsWhole(t *testing.T) {

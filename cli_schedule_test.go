@@ -93,6 +93,23 @@ func TestCLISchedules(t *testing.T) {
 	})
 }
 
+func TestEveryBadScheduleSpecIsAUsageError(t *testing.T) {
+	db := t.TempDir() + "/lite.db"
+	mustLite(t, db, "", "enqueue", "x") // the new-file notice comes here
+	for name, spec := range map[string]string{
+		"four fields":             "0 3 * *",
+		"a control character":     "0 \x1b[31m * * *",
+		"a date that never comes": "0 12 31 2 *",
+	} {
+		t.Run("a spec with "+name+" exits 2", func(t *testing.T) {
+			is := is.New(t)
+			r := runLite(t, db, "", "schedule", "add", "nightly", spec, "--kind", "k")
+			is.Equal(r.code, 2)
+			is.Equal(strings.Count(r.stderr, "\n"), 1)
+		})
+	}
+}
+
 func mustZone(t *testing.T, name string) *time.Location {
 	t.Helper()
 	loc, err := time.LoadLocation(name)

@@ -113,6 +113,16 @@ func TestLimitRefusesAPeriodItCannotStoreExactly(t *testing.T) {
 	is.True(strings.Contains(mustLite(t, db, "", "limit", "q", "--rate", "5/1500ms"), "5 starts per 1.5s"))
 }
 
+func TestPurgeRefusesAnEmptyState(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "lite.db")
+	mustLite(t, db, "", "enqueue", "x")
+	r := runLite(t, db, "", "purge", "--state", "", "--older-than", "1h")
+	is.Equal(r.code, 2)
+	is.Equal(r.stderr, "lite: purge: --state is empty: give done, dead or cancelled\n")
+	is.Equal(r.stdout, "") // not "purged 0 jobs"
+}
+
 func TestEnqueueAtTakesLocalTimesAndRFC3339(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "lite.db")
 	berlin := func(t *testing.T, args ...string) result {
@@ -132,6 +142,13 @@ func TestEnqueueAtTakesLocalTimesAndRFC3339(t *testing.T) {
 			is.True(strings.Contains(r.stdout, `"run_at": "`+want+`"`))
 		})
 	}
+	t.Run("an empty --at is refused, not read as now", func(t *testing.T) {
+		is := is.New(t)
+		r := berlin(t, "enqueue", "--at", "", "x") // --at "$WHEN" with WHEN unset
+		is.Equal(r.code, 2)
+		is.True(strings.HasPrefix(r.stderr, `lite: enqueue: --at "" is not a time: give a local date and time`))
+		is.Equal(r.stdout, "") // no job
+	})
 	t.Run("a refused --at names the forms it takes in words", func(t *testing.T) {
 		is := is.New(t)
 		r := berlin(t, "enqueue", "--at", "1 Dec 2026", "x")

@@ -195,6 +195,17 @@ func commandName(kctx *kong.Context) string {
 	return strings.Join(words, " ")
 }
 
+// flagGiven reports whether the flag name is on the command line, even
+// with an empty value.
+func flagGiven(kctx *kong.Context, name string) bool {
+	for _, p := range kctx.Path {
+		if p.Flag != nil && p.Flag.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // queueOptions are the options command opens the queue with: a worker's
 // results may be as large as its --max-result.
 func (cli *root) queueOptions(command string) lite.Options {

@@ -55,7 +55,7 @@ type jsonLine struct {
 // terminal: lite enqueue alone would add an empty job while the user
 // waits to type one.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
-	if c.At != "" {
+	if c.At != "" || flagGiven(kctx, "at") { // --at "$WHEN" with WHEN unset is no time, not now
 		at, err := parseAt(c.At, time.Local)
 		if err != nil {
 			return err

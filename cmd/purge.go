@@ -19,6 +19,9 @@ func (c *purgeCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) 
 	if c.OlderThan < 0 {
 		return usagef("purge: --older-than %s is negative", c.OlderThan)
 	}
+	if len(c.State) == 0 { // --state "$STATES" with STATES unset would purge nothing and say so, exit 0
+		return usagef("purge: --state is empty: give done, dead or cancelled")
+	}
 	n, err := q.Purge(ctx, time.Now().Add(-c.OlderThan), c.State...)
 	if err != nil {
 		return err

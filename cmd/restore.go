@@ -14,7 +14,7 @@ import (
 type restoreCmd struct {
 	Src     string `arg:"" optional:"" name:"src" type:"path" help:"A copy lite backup made, to put at --db."`
 	InPlace bool   `name:"in-place" help:"Fence --db as it is, after a restore made by other means (a file copied back, a PostgreSQL point-in-time recovery), before any worker starts."`
-	Force   bool   `help:"Replace --db though workers are announced live on it (lite workers); a file another process has open is refused all the same."`
+	Force   bool   `help:"Replace, or fence, --db though workers are announced live on it (lite workers); a file another process has open is refused all the same."`
 	replicaFlags
 }
 
@@ -31,8 +31,6 @@ func (c *restoreCmd) Run(ctx context.Context, env Env, g *globals) error {
 		return usagef("give SRC or --in-place, not both")
 	case !c.InPlace && c.Src == "":
 		return usagef("give SRC, the backup to restore, or --in-place to fence --db after a restore made by other means")
-	case c.InPlace && c.Force:
-		return usagef("--force is for replacing --db with SRC")
 	}
 	rep, err := c.restore(ctx, g.DB)
 	if err != nil {
@@ -70,6 +68,22 @@ func (c *restoreCmd) restore(ctx context.Context, db string) (lite.FenceReport, 
 	if err != nil {
 		return lite.FenceReport{}, err
 	}
-	rep, err := q.FenceRestore(ctx)
+	rep, err := c.fence(ctx, q)
 	return rep, errors.Join(err, q.Close())
+}
+
+// fence fences q, unless without --force workers are announced live on
+// it: their running jobs, made available, would start a second time
+// while the first still runs.
+func (c *restoreCmd) fence(ctx context.Context, q *lite.Queue) (lite.FenceReport, error) {
+	if !c.Force {
+		workers, err := q.Workers(ctx)
+		if err != nil {
+			return lite.FenceReport{}, err
+		}
+		if len(workers) > 0 {
+			return lite.FenceReport{}, fmt.Errorf("fence: %w: %d live would see their running jobs started again; stop them first", lite.ErrWorkersRunning, len(workers))
+		}
+	}
+	return q.FenceRestore(ctx)
 }

@@ -34,8 +34,9 @@ var errExists = fmt.Errorf("%w: give Force (--force) to replace it", fs.ErrExist
 //
 // The copy is written under a temporary name beside dest and moved into
 // place once it is whole and on disk, so dest is never half a database.
-// An existing dest is refused unless opts.Force, as is the queue's own
-// file. A copy lags the file it was taken from: restore it with Restore,
+// An existing dest is refused unless opts.Force; the queue's own file,
+// its -wal, -shm and -journal, and anything not a regular file are
+// refused even then. A copy lags the file it was taken from: restore it with Restore,
 // which keeps fencing (see FenceRestore). On PostgreSQL Backup returns
 // an error matching errors.ErrUnsupported that names the server's tools.
 func (q *Queue) Backup(ctx context.Context, dest string, opts BackupOptions) error {
@@ -52,8 +53,8 @@ func (q *Queue) backup(ctx context.Context, dest string, opts BackupOptions) err
 	if err := checkPath(dest); err != nil {
 		return err
 	}
-	if same, err := sameFile(q.path, dest); err != nil || same {
-		return errors.Join(err, errors.New("is the queue's own file"))
+	if err := checkDest(q.path, dest); err != nil {
+		return err
 	}
 	if _, err := os.Lstat(dest); err == nil && !opts.Force {
 		return errExists // before the copy, which may take long
@@ -64,6 +65,31 @@ func (q *Queue) backup(ctx context.Context, dest string, opts BackupOptions) err
 	}
 	defer removeDatabase(tmp)
 	return install(tmp, dest, opts.Force)
+}
+
+// checkDest refuses a dest that Force must not replace: anything but a
+// regular file (a rename would put the copy in place of a directory, a
+// link or a device such as /dev/stdout), and the queue's own file or its
+// -wal, -shm or -journal (a copy renamed over the WAL drops the commits
+// not yet checkpointed into the file).
+func checkDest(path, dest string) error {
+	info, err := os.Lstat(dest)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case info.IsDir():
+		return errors.New("is a directory: name the file to write")
+	case !info.Mode().IsRegular():
+		return errors.New("is not a regular file")
+	}
+	for _, own := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		if same, err := sameFile(dest, own); err != nil || same {
+			return errors.Join(err, errors.New("is the queue's own file"))
+		}
+	}
+	return nil
 }
 
 // sameFile reports whether a and b name one file; false if b is not there.
@@ -95,6 +121,9 @@ func snapshot(ctx context.Context, path string, opts Options, dest string) (stri
 	}
 	tmp := fmt.Sprintf("%s.new-%s", abs, uuid.NewString()[:8])
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // not the temporary name, which the user never gave
+		return "", fmt.Errorf("directory %s: %w", filepath.Dir(abs), fs.ErrNotExist)
+	}
 	if err != nil {
 		return "", err
 	}

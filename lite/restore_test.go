@@ -56,6 +56,48 @@ func TestBackup(t *testing.T) {
 		is.True(strings.Contains(err.Error(), "own file"))
 	})
 
+	t.Run("the queue's WAL is refused, even forced, and its commits stay", func(t *testing.T) {
+		is := is.New(t)
+		q, path := mustOpen(t, newFakeClock())
+		id := mustEnqueue(t, q, lite.NewJob{})
+		_, err := os.Lstat(path + "-wal")
+		is.NoErr(err) // the open queue's commit is in its WAL
+		err = q.Backup(t.Context(), path+"-wal", lite.BackupOptions{Force: true})
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "own file"))
+		is.Equal(mustGet(t, q, id).State, lite.StateAvailable)
+	})
+
+	t.Run("a directory or a device is refused, even forced, as not a file", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		dir := t.TempDir()
+		err := q.Backup(t.Context(), dir, lite.BackupOptions{Force: true})
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "is a directory"))
+		info, err := os.Stat(dir)
+		is.NoErr(err)
+		is.True(info.IsDir()) // still the directory
+		link := filepath.Join(dir, "link")
+		is.NoErr(os.Symlink(os.DevNull, link))
+		err = q.Backup(t.Context(), link, lite.BackupOptions{Force: true})
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "not a regular file"))
+		target, err := os.Readlink(link)
+		is.NoErr(err)
+		is.Equal(target, os.DevNull) // the link was not replaced
+	})
+
+	t.Run("a destination in a missing directory names the directory", func(t *testing.T) {
+		is := is.New(t)
+		q, _ := mustOpen(t, newFakeClock())
+		missing := filepath.Join(t.TempDir(), "nodir")
+		err := q.Backup(t.Context(), filepath.Join(missing, "copy.db"), lite.BackupOptions{})
+		is.True(errors.Is(err, fs.ErrNotExist))
+		is.True(strings.Contains(err.Error(), "directory "+missing+": file does not exist"))
+		is.True(!strings.Contains(err.Error(), ".new-")) // not the temporary name
+	})
+
 	t.Run("on PostgreSQL a backup says what to use instead", func(t *testing.T) {
 		is := is.New(t)
 		q, _ := onPostgres(t).mustOpen(t, nil)

@@ -104,7 +104,7 @@ func (q *Queue) SetSchedule(ctx context.Context, s Schedule) error {
 		return fmt.Errorf("set schedule: name %q %s", s.Name, problem)
 	}
 	if problem := nameProblem(s.Spec); problem != "" {
-		return fmt.Errorf("set schedule %s: spec %q %s", s.Name, s.Spec, problem)
+		return fmt.Errorf("set schedule %s: %w", s.Name, codeError{fmt.Errorf("spec %q %s", s.Spec, problem), ErrInvalid})
 	}
 	c, err := parseCadence(s.Spec, s.TimeZone)
 	if err != nil {
@@ -122,7 +122,7 @@ func (q *Queue) SetSchedule(ctx context.Context, s Schedule) error {
 		now := q.opts.Now()
 		next := c.after(time.Time{}, now)
 		if next.IsZero() || next.After(maxRunAt) {
-			return fmt.Errorf("spec %q has no tick after %s", s.Spec, now.UTC().Format(time.RFC3339))
+			return codeError{fmt.Errorf("spec %q has no tick after %s", s.Spec, now.UTC().Format(time.RFC3339)), ErrInvalid}
 		}
 		_, err := tx.ExecContext(ctx, q.sql(setScheduleSQL), s.Name, s.Spec, s.TimeZone, r.queue, r.kind, r.payload,
 			r.priority, r.maxAttempts, r.uniqueKey, s.Paused, next.UnixMilli(), now.UnixMilli())

@@ -116,6 +116,25 @@ func TestStopWhenIdleStopsOnceNothingIsStartableNow(t *testing.T) {
 			}
 		})
 
+		t.Run("it stops once its last jobs die while its slots are not all busy", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 1})
+			mustEnqueue(t, q, lite.NewJob{Queue: "q", MaxAttempts: 1})
+			w, ev, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true, Concurrency: 4})
+			both := make(chan struct{}, 2)
+			w.Handle(lite.AnyKind, func(ctx context.Context, _ *lite.Job) error {
+				both <- struct{}{}
+				for len(both) < 2 {
+					time.Sleep(time.Millisecond) // both run at once, so the loop waits with slots free
+				}
+				return errors.New("no")
+			})
+			runUntilIdle(t, w)
+			is.Equal(count(ev, lite.EventFailed), 2) // each its one attempt, dead
+		})
+
 		t.Run("it runs every startable job before it stops", func(t *testing.T) {
 			is := is.New(t)
 			clock := newFakeClock()

@@ -55,9 +55,12 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 		default:
 			// A full lane may have a backlog, and a queue at its
 			// MaxRunning may take a job once one of its own ends: a slot
-			// freed must not wait for the other lanes' work.
+			// freed must not wait for the other lanes' work. A worker
+			// stopping when idle looks again once a job of its own ends:
+			// it may have been the last, and its settling write wakes
+			// nothing else (a dead job, a retry's backoff).
 			var freed <-chan struct{}
-			if s.anyFull || s.anyHeld {
+			if s.anyFull || s.anyHeld || w.opts.StopWhenIdle {
 				freed = w.freed
 			}
 			ok = w.waitForWork(ctx, wake, freed, watcher, commits, timer, poll, s.nextRunAt)
