@@ -53,11 +53,13 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 		case s.backlog:
 			ok = true // more may wait, and a slot is free again already
 		default:
-			// A full lane may have a backlog, and a queue at its
-			// MaxRunning may take a job once one of its own ends: a slot
+			// A full lane may have a backlog, a queue at its MaxRunning
+			// may take a job once one of its own ends, and a worker that
+			// stops when idle may be idle once its last slot frees (a
+			// failure's retry not due yet wakes nothing else): a slot
 			// freed must not wait for the other lanes' work.
 			var freed <-chan struct{}
-			if s.anyFull || s.anyHeld {
+			if s.anyFull || s.anyHeld || w.opts.StopWhenIdle {
 				freed = w.freed
 			}
 			ok = w.waitForWork(ctx, wake, freed, watcher, commits, timer, poll, s.nextRunAt)
