@@ -3,6 +3,7 @@ package lite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -107,13 +108,16 @@ func newClockReads() *clockReads {
 
 func (c *clockReads) arm() { c.armed <- struct{}{} }
 
+// now reports a read once it has the time, so a test that moves the
+// clock on the report never moves the reading it reports.
 func (c *clockReads) now() time.Time {
+	now := c.Now()
 	select {
 	case <-c.armed:
 		c.read <- struct{}{}
 	default:
 	}
-	return c.Now()
+	return now
 }
 
 // openLimited opens a queue on e whose queue "a" has limits l (so that a
@@ -249,4 +253,72 @@ func TestAWriteReadsTheClockOnceTheFilesLockIsHeld(t *testing.T) {
 			is.True(c.stored(q, mustGet(t, q, j.ID)).Equal(taken)) // why: the write's time is when it held the lock
 		})
 	}
+}
+
+// TestAWaitForTheLockIsNotCountedAsAWorkersSilence holds the lock a job's
+// heartbeat needs (an app's long transaction) past the job's stale-after
+// while a write of the worker's process waits for it: neither the next
+// reclaim nor the one after it takes the job, for its silence was the
+// wait; once it stays silent past its stale-after after the wait, it is
+// taken. On a file the reclaim that waited took the job from its live
+// worker, which ran it twice (two workers, an app transaction of 2 s,
+// stale-after 300 ms); on a server the heartbeat that waited for the job's
+// row landed with the time from before its wait, lapsed.
+func TestAWaitForTheLockIsNotCountedAsAWorkersSilence(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		for _, c := range []struct {
+			name string
+			// notOnServer, if set, is why a server never makes this wait.
+			notOnServer string
+			wait        func(ctx context.Context, q *lite.Queue, l lite.Lease) ([]lite.Reclaimed, error)
+		}{
+			{"a reclaim that waited takes no job whose worker waited too", "a server's reclaim locks only the rows it takes, so it waits for no live job's row", func(ctx context.Context, q *lite.Queue, _ lite.Lease) ([]lite.Reclaimed, error) {
+				return q.ReclaimOrphaned(ctx)
+			}},
+			{"a heartbeat that waited is not lapsed", "", func(ctx context.Context, q *lite.Queue, l lite.Lease) ([]lite.Reclaimed, error) {
+				errs, err := q.Renew(ctx, []lite.Lease{l})
+				return nil, errors.Join(err, errs[0])
+			}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				if e.name == "postgres" && c.notOnServer != "" {
+					t.Skip(c.notOnServer)
+				}
+				is := is.New(t)
+				ctx := t.Context()
+				clock := newClockReads()
+				q, dsn := e.open(t, lite.Options{Now: clock.now})
+				mustEnqueue(t, q, lite.NewJob{Queue: "a"})
+				jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"a"}, StaleAfter: 3 * time.Second})
+				is.NoErr(err)
+				is.Equal(len(jobs), 1)
+
+				setup := ""
+				if e.name == "postgres" {
+					setup = `select from lite_jobs for update` // the row a heartbeat writes
+				}
+				h := holdLeaseLock(t, e, dsn, "a", setup)
+				var reclaimed []lite.Reclaimed
+				h.whileWaiting(t, e, clock, 4*time.Second, h.tx.Commit, func() (err error) {
+					reclaimed, err = c.wait(context.WithoutCancel(ctx), q, jobs[0].Lease())
+					return err
+				})
+				is.Equal(len(reclaimed), 0) // why: the job was silent only while the write waited
+				for range 2 {
+					reclaimed, err = q.ReclaimOrphaned(ctx)
+					is.NoErr(err)
+					is.Equal(len(reclaimed), 0) // why: the reclaims after it, before a late heartbeat lands, count the wait out too
+				}
+
+				clock.Advance(3 * time.Second)
+				reclaimed, err = q.ReclaimOrphaned(ctx)
+				is.NoErr(err)
+				is.Equal(len(reclaimed), 0) // why: 3 s of silence after the wait is not past the stale-after
+				clock.Advance(time.Millisecond)
+				reclaimed, err = q.ReclaimOrphaned(ctx)
+				is.NoErr(err)
+				is.Equal(len(reclaimed), 1) // why: a worker silent past its stale-after once the lock was free is dead
+			})
+		}
+	})
 }

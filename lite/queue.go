@@ -163,6 +163,9 @@ type Queue struct {
 	waiters    waitWatch   // the watch of other processes' commits for Wait
 	noting     atomic.Bool // a notification of finished jobs is on its way
 	notes      sync.WaitGroup
+
+	waitMu sync.Mutex
+	waited [2]int64 // ms: when this process's latest write's wait began and ended (noteWait)
 }
 
 // Open opens the queue in the SQLite file at path, creating it (mode 0600)
@@ -498,12 +501,41 @@ func (q *Queue) write(ctx context.Context, query string, fn func(c conn) error) 
 		if _, err := uncancelled(ctx); err != nil {
 			return err
 		}
+		asked := q.nowMillis()
+		defer func() { q.noteWait(asked, q.nowMillis()) }()
 		return fn(q.writer())
 	}
 	if err := q.prepareForTx(ctx, query); err != nil {
 		return err
 	}
-	return q.withTx(ctx, func(tx txConn) error { return fn(tx) })
+	asked := q.nowMillis()
+	return q.withTx(ctx, func(tx txConn) error {
+		q.noteWait(asked, q.nowMillis())
+		return fn(tx)
+	})
+}
+
+// noteWait records that a write waited from from to to (ms), for the file's
+// lock or, on a server, for its one statement (rows another transaction
+// holds), for reclaim: overlapping waits make one, a later one replaces
+// it.
+func (q *Queue) noteWait(from, to int64) {
+	if to <= from {
+		return
+	}
+	q.waitMu.Lock()
+	defer q.waitMu.Unlock()
+	if from <= q.waited[1] {
+		from = min(from, q.waited[0])
+	}
+	q.waited = [2]int64{from, max(to, q.waited[1])}
+}
+
+// lastWait is the latest wait noteWait recorded, or 0, 0.
+func (q *Queue) lastWait() (from, to int64) {
+	q.waitMu.Lock()
+	defer q.waitMu.Unlock()
+	return q.waited[0], q.waited[1]
 }
 
 // prepareForTx prepares query before a transaction on the writer holds

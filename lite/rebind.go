@@ -19,8 +19,8 @@ func (q *Queue) Engine() string { return q.engine.String() }
 // *sql.Tx is written once for both: on PostgreSQL the n-th ? becomes $n
 // and ?N becomes $N, as SQLite numbers them (a bare ? takes the number
 // after the largest one before it); on SQLite query is returned as it
-// is. A ? inside a string literal, a quoted name or a comment is left
-// alone. Both drivers also take $N as it is, so a query written with $N
+// is. A ? inside a string literal (PostgreSQL's E'…' and $tag$…$tag$
+// too), a quoted name or a comment is left alone. Both drivers also take $N as it is, so a query written with $N
 // needs no Rebind; one that uses PostgreSQL's jsonb operators ?, ?| and
 // ?& must be written that way.
 func (q *Queue) Rebind(query string) string {
@@ -65,8 +65,11 @@ func dollarPlaceholders(query string) string {
 // quotedEnd is the index just past the string literal, quoted name or
 // comment that starts at i, or i when none starts there; one left open
 // runs to the end. A doubled quote inside a literal reads as two literals
-// in a row, which copies the same text.
+// in a row, which copies the same text. PostgreSQL's own literals are
+// read too, since the rewritten query is for it: E'…' (where \' is no
+// end) and $tag$…$tag$ bodies.
 func quotedEnd(query string, i int) int {
+	inName := i > 0 && identByte(query[i-1]) // the E of some'…' or the $ of a$b$ is a name's
 	var opener, closer string
 	switch {
 	case query[i] == '\'':
@@ -77,6 +80,14 @@ func quotedEnd(query string, i int) int {
 		opener, closer = "--", "\n"
 	case strings.HasPrefix(query[i:], "/*"):
 		opener, closer = "/*", "*/"
+	case (query[i] == 'e' || query[i] == 'E') && !inName && strings.HasPrefix(query[i+1:], "'"):
+		return escapedEnd(query, i+2)
+	case query[i] == '$' && !inName:
+		tag := dollarTag(query[i:])
+		if tag == "" {
+			return i
+		}
+		opener, closer = tag, tag
 	default:
 		return i
 	}
@@ -86,4 +97,41 @@ func quotedEnd(query string, i int) int {
 		return len(query)
 	}
 	return start + end + len(closer)
+}
+
+// escapedEnd is the index just past the E'…' literal whose text starts
+// at i, where a backslash escapes the byte after it.
+func escapedEnd(query string, i int) int {
+	for ; i < len(query); i++ {
+		switch {
+		case query[i] == '\\':
+			i++
+		case query[i] == '\'' && strings.HasPrefix(query[i+1:], "'"):
+			i++
+		case query[i] == '\'':
+			return i + 1
+		}
+	}
+	return len(query)
+}
+
+// dollarTag is the $tag$ (or $$) that opens a dollar-quoted body at the
+// start of s, or "" when none does ($1 is a placeholder: a tag never
+// starts with a digit).
+func dollarTag(s string) string {
+	for j := 1; j < len(s); j++ {
+		switch {
+		case s[j] == '$':
+			return s[:j+1]
+		case !identByte(s[j]) || (j == 1 && s[j] >= '0' && s[j] <= '9'):
+			return ""
+		}
+	}
+	return ""
+}
+
+// identByte reports whether b may be part of a name (ASCII letters,
+// digits, _ and $; bytes of UTF-8 letters count too).
+func identByte(b byte) bool {
+	return b == '_' || b == '$' || b >= 0x80 || (b >= '0' && b <= '9') || (b|0x20 >= 'a' && b|0x20 <= 'z')
 }

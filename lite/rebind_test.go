@@ -24,6 +24,12 @@ func TestRebind(t *testing.T) {
 				`select 'it''s ?', ?`:                                 `select 'it''s ?', $1`,
 				`select $1`:                                           `select $1`,
 				`select 'open ?`:                                      `select 'open ?`,
+				`select E'it\'s ?', ?`:                                `select E'it\'s ?', $1`, // PostgreSQL's escaped literal: \' is no end
+				`select e'\\', ?, E'a''b\'?'`:                         `select e'\\', $1, E'a''b\'?'`,
+				`select $$ a ? b $$, ?`:                               `select $$ a ? b $$, $1`, // dollar-quoted bodies
+				`select $tag$ ? $ $tag$, ?`:                           `select $tag$ ? $ $tag$, $1`,
+				`select $1, ?2`:                                       `select $1, $2`,
+				`select a$b$c, ?, some'x?'`:                           `select a$b$c, $1, some'x?'`, // $ inside a name opens nothing; a name's last e is no E''
 			} {
 				want := query
 				if postgres {

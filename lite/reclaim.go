@@ -25,7 +25,11 @@ type Reclaimed struct {
 // that runs long but keeps renewing is never taken, one whose renewals
 // stopped is, and a reclaimer's own settings play no part. The lapsed attempt counts and is
 // recorded with the worker that held it; run_at stays, so the job keeps
-// its place in line.
+// its place in line. The time this process's latest write waited (?3 to
+// ?4, see Queue.noteWait) is not counted in a job's silence: a heartbeat
+// waited as long, and a reclaim that waited behind an app's long
+// transaction would otherwise take every job whose worker was waiting
+// too, and run it twice.
 var reclaimSQL = stmt{
 	sqlite: `update lite_jobs
 set state = case when attempts >= max_attempts then 'dead' else 'available' end,
@@ -37,6 +41,7 @@ set state = case when attempts >= max_attempts then 'dead' else 'available' end,
                  ' for ' || (?1 - heartbeat_at) || ' ms (its owner promised ' || coalesce(stale_after_ms, 30000) || ' ms)')),
     lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null
 where state = 'running' and heartbeat_at + coalesce(stale_after_ms, 30000) < ?1
+  and ?1 - heartbeat_at - max(0, min(?4, ?1) - max(?3, heartbeat_at)) > coalesce(stale_after_ms, 30000)
   and (id, generation) not in (select value ->> 0, value ->> 1 from json_each(?2))
 returning id, generation, state`,
 	postgres: `update lite_jobs
@@ -49,6 +54,7 @@ set state = case when attempts >= max_attempts then 'dead' else 'available' end,
                  ' for ' || ($1 - heartbeat_at) || ' ms (its owner promised ' || coalesce(stale_after_ms, 30000) || ' ms)'),
     lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null
 where state = 'running' and heartbeat_at + coalesce(stale_after_ms, 30000) < $1
+  and $1 - heartbeat_at - greatest(0, least($4::bigint, $1) - greatest($3::bigint, heartbeat_at)) > coalesce(stale_after_ms, 30000)
   and (id, generation) not in (select (value ->> 0)::bigint, (value ->> 1)::bigint from jsonb_array_elements($2::jsonb))
 returning id, generation, state`,
 }
@@ -72,7 +78,8 @@ func (q *Queue) reclaim(ctx context.Context, held []Lease) ([]Reclaimed, error) 
 	list, _ := json.Marshal(pairs) // int pairs always marshal
 	var out []Reclaimed
 	err := q.write(ctx, q.sql(reclaimSQL), func(c conn) error {
-		rows, err := c.QueryContext(ctx, q.sql(reclaimSQL), q.nowMillis(), string(list))
+		from, to := q.lastWait()
+		rows, err := c.QueryContext(ctx, q.sql(reclaimSQL), q.nowMillis(), string(list), from, to)
 		if err != nil {
 			return err
 		}

@@ -183,3 +183,39 @@ func TestAFailedLeaseRetriesAfterTheDelayItLogs(t *testing.T) {
 	is.Equal(asked, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond})
 	is.True(strings.Contains(logs.String(), "in=800ms")) // the wait it logs is the wait it takes
 }
+
+// TestStopWhenIdleStopsWhenTheLastSlotFreesAfterARound fails a job, its
+// retry an hour off, and holds the handler's slot until the worker has
+// made a round of leases after the failure committed (the slot still
+// busy, so not idle): the freed slot must wake the worker to look again
+// and stop. It waited for a commit or the retry instead, so it ran the
+// job again after its backoff, or (the clock still) never stopped.
+func TestStopWhenIdleStopsWhenTheLastSlotFreesAfterARound(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		q, _ := e.mustOpen(t, newFakeClock())
+		mustEnqueue(t, q, lite.NewJob{Kind: "flaky"})
+		rounds := make(chan struct{}, 1)
+		w, err := lite.NewWorker(q, lite.WorkerOptions{StopWhenIdle: true, OnEvent: func(ev lite.Event) {
+			if ev.Kind != lite.EventFailed {
+				return
+			}
+			select { // the next round, made while this slot is busy
+			case <-rounds:
+			case <-time.After(time.Second):
+			}
+		}})
+		is.New(t).NoErr(err)
+		lite.SetIdleHook(w, func() {
+			select {
+			case rounds <- struct{}{}:
+			default:
+			}
+		})
+		w.Handle("flaky", func(ctx context.Context, j *lite.Job) error {
+			<-rounds // the rounds before the failure do not count
+			return errors.New("flaky")
+		})
+		runUntilIdle(t, w)
+		is.New(t).Equal(mustGet(t, q, 1).State, lite.StateAvailable)
+	})
+}
