@@ -426,3 +426,31 @@ func TestAClockAMomentBehindNeverFiresATickAgain(t *testing.T) {
 		is.Equal(n, 1)
 	})
 }
+
+// TestATickFiresOnceWhenTheClockStepsBackBeforeItsFire reads a tick as
+// due 1 ms after it, then steps the clock back 2 ms, to before the tick,
+// before the fire reads it (a fire reads the clock once it holds the
+// schedule's row; on PostgreSQL a process's reading of the server's clock
+// steps by milliseconds, either way, at each resync): the fire still moves
+// the schedule past the tick it enqueued, and that tick fires once.
+func TestATickFiresOnceWhenTheClockStepsBackBeforeItsFire(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		for _, spec := range []string{"@every 1s", "* * * * *"} {
+			t.Run("a schedule "+spec, func(t *testing.T) {
+				is := is.New(t)
+				clock := newFakeClock()
+				q, _ := e.mustOpen(t, clock)
+				mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: spec})
+				tick := mustSchedule(t, q, "s").NextRunAt
+				clock.Set(tick.Add(time.Millisecond))
+				n, err := lite.FireAfter(t.Context(), q, func() { clock.Advance(-2 * time.Millisecond) })
+				is.NoErr(err)
+				is.Equal(n, 1)
+				is.True(mustSchedule(t, q, "s").NextRunAt.After(tick)) // why: left at the tick it enqueued, it fires it again
+				clock.Advance(2 * time.Millisecond)
+				is.Equal(mustFire(t, q), 0)
+				is.Equal(len(allJobs(t, q)), 1)
+			})
+		}
+	})
+}
