@@ -454,3 +454,77 @@ func TestATickFiresOnceWhenTheClockStepsBackBeforeItsFire(t *testing.T) {
 		}
 	})
 }
+
+// TestAFireThatWaitedTakesNoTickFiredMeanwhileForAClockSteppedBack reads
+// a tick as due, then, before its fire, lets another process fire that
+// tick and the two after it (a fire that waited for the row another held,
+// on a loaded host): the ticks fired meanwhile are not taken for a clock
+// stepped back, and none of them fires again.
+func TestAFireThatWaitedTakesNoTickFiredMeanwhileForAClockSteppedBack(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, dsn := e.mustOpen(t, clock)
+		other := mustOpenOpts(t, dsn, lite.Options{Now: clock.Now})
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@every 1s"})
+		tick := mustSchedule(t, q, "s").NextRunAt
+		clock.Set(tick.Add(time.Millisecond))
+		n, err := lite.FireAfter(t.Context(), q, func() {
+			for range 3 {
+				is.Equal(mustFire(t, other), 1)
+				clock.Advance(time.Second)
+			}
+		})
+		is.NoErr(err)
+		// The other process fired the tick, and two more since.
+		is.Equal(n, 0)
+		is.True(mustSchedule(t, q, "s").NextRunAt.Equal(tick.Add(3 * time.Second))) // why: brought back, it fires the ticks between again
+		is.Equal(mustFire(t, q), 1)
+		jobs := allJobs(t, q)
+		is.Equal(len(jobs), 4)
+		for i, j := range jobs {
+			is.True(j.RunAt.Equal(tick.Add(time.Duration(i) * time.Second))) // one job a tick
+		}
+	})
+}
+
+// TestARewindReadsTheClockOnceItsWriteHoldsItsLock finds a schedule as
+// one a clock stepped back left ahead, with a clock read before another
+// process fired three ticks (a read that waited on a loaded host), then
+// reads the clock for the rewind's write, 5 ms behind the one that fired
+// them: within clockSkew, the fires are not taken for a step back and no
+// tick fires again.
+func TestARewindReadsTheClockOnceItsWriteHoldsItsLock(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		var behind, staleOnce atomic.Int64 // how far q's clock reads behind the other's, always and on its next read
+		now := func() time.Time { return clock.Now().Add(-time.Duration(behind.Load() + staleOnce.Swap(0))) }
+		q, dsn := e.open(t, lite.Options{Now: now})
+		other := mustOpenOpts(t, dsn, lite.Options{Now: clock.Now})
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@every 1s"})
+		tick := mustSchedule(t, q, "s").NextRunAt
+		clock.Set(tick.Add(time.Millisecond))
+		n, err := lite.FireAfter(t.Context(), q, func() {
+			for i := range 3 {
+				if i > 0 {
+					clock.Advance(time.Second)
+				}
+				is.Equal(mustFire(t, other), 1)
+			}
+			behind.Store(int64(5 * time.Millisecond))
+			staleOnce.Store(int64(3 * time.Second))
+		})
+		is.NoErr(err)
+		// The other process fired the tick, and two more since.
+		is.Equal(n, 0)
+		is.True(mustSchedule(t, q, "s").NextRunAt.Equal(tick.Add(3 * time.Second))) // why: brought back, it fires a tick again
+		clock.Advance(time.Second + 10*time.Millisecond)
+		is.Equal(mustFire(t, q), 1)
+		jobs := allJobs(t, q)
+		is.Equal(len(jobs), 4)
+		for i, j := range jobs {
+			is.True(j.RunAt.Equal(tick.Add(time.Duration(i) * time.Second))) // one job a tick
+		}
+	})
+}
