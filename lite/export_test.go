@@ -61,13 +61,13 @@ func SetHostClock(f func() time.Time) (restore func()) {
 // between after reading them and before firing: another process's write
 // that lands in that window.
 func FireAfter(ctx context.Context, q *Queue, between func()) (int, error) {
-	now := q.opts.Now()
-	due, err := q.dueSchedules(ctx, now)
+	due, err := q.dueSchedules(ctx, q.opts.Now())
 	if err != nil {
 		return 0, err
 	}
 	between()
-	return q.fireEach(ctx, due)
+	n, _, err := q.fireDue(ctx, due)
+	return n, err
 }
 
 // NoHardLinks makes Open create new files as it does on a file system

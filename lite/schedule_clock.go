@@ -29,21 +29,30 @@ where not paused and next_run_at > $1 and (last_run_at > $2 or updated_at > $2)`
 }
 
 // rewindScheduleSQL moves a schedule's next run earlier by the same
-// compare-and-set as a fire, and enqueues nothing: a fire or a change
-// committed since the read wins.
+// compare-and-set as a fire, and only while a write stamped the row more
+// than clockSkew after the clock (read once the write holds its lock); it
+// enqueues nothing: a fire or a change committed since the read wins.
 var rewindScheduleSQL = stmt{
-	sqlite:   `update lite_schedules set next_run_at = ?1 where name = ?2 and next_run_at = ?3 and paused = 0`,
-	postgres: `update lite_schedules set next_run_at = $1 where name = $2 and next_run_at = $3 and not paused`,
+	sqlite: `update lite_schedules set next_run_at = ?1
+where name = ?2 and next_run_at = ?3 and paused = 0 and (last_run_at > ?4 or updated_at > ?4)`,
+	postgres: `update lite_schedules set next_run_at = $1
+where name = $2 and next_run_at = $3 and not paused and (last_run_at > $4 or updated_at > $4)`,
 }
 
 // rewindAheadSchedules brings every schedule that waits past the spec's
-// next tick from now back to that tick.
-func (q *Queue) rewindAheadSchedules(ctx context.Context, now time.Time) error {
+// next tick from now back to that tick. It reads the clock itself, after
+// the fires it follows, and each rewind reads it again once its write
+// holds its lock: a clock read before a wait (a fire that waited for a
+// row another process held, a loaded host) would take the ticks fired
+// meanwhile for a clock stepped back, and bring the schedule back to fire
+// them again.
+func (q *Queue) rewindAheadSchedules(ctx context.Context) error {
 	type ahead struct {
 		name, spec, zone string
 		next             int64
 	}
 	var found []ahead
+	now := q.opts.Now()
 	rows, err := q.r.QueryContext(ctx, q.sql(aheadSchedulesSQL), now.UnixMilli(), now.Add(clockSkew).UnixMilli())
 	if err != nil {
 		return classify(err)
@@ -64,13 +73,24 @@ func (q *Queue) rewindAheadSchedules(ctx context.Context, now time.Time) error {
 		if err != nil {
 			continue // a zone this host lacks: the fire reports it at the tick
 		}
-		want := c.after(time.Time{}, now)
-		if want.IsZero() || want.UnixMilli() >= a.next {
-			continue
-		}
-		if _, err := q.writer().ExecContext(ctx, q.sql(rewindScheduleSQL), want.UnixMilli(), a.name, a.next); err != nil {
-			return classify(err)
+		if err := q.rewind(ctx, a.name, c, a.next); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// rewind brings schedule name, read waiting for next, back to c's first
+// tick from now, if that is earlier.
+func (q *Queue) rewind(ctx context.Context, name string, c cadence, next int64) error {
+	query := q.sql(rewindScheduleSQL)
+	return q.write(ctx, query, func(w conn) error {
+		now := q.opts.Now()
+		want := c.after(time.Time{}, now)
+		if want.IsZero() || want.UnixMilli() >= next {
+			return nil
+		}
+		_, err := w.ExecContext(ctx, query, want.UnixMilli(), name, next, now.Add(clockSkew).UnixMilli())
+		return classify(err)
+	})
 }

@@ -141,20 +141,24 @@ func (q *Queue) FireSchedules(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// fireSchedules fires the due schedules and returns how many it fired
-// and the earliest tick an unpaused schedule waits for now (zero if
-// none).
+// fireSchedules reads the due schedules and fires them (see fireDue).
 func (q *Queue) fireSchedules(ctx context.Context) (int, time.Time, error) {
-	now := q.opts.Now()
-	due, err := q.dueSchedules(ctx, now)
+	due, err := q.dueSchedules(ctx, q.opts.Now())
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("fire schedules: %w", err)
 	}
+	return q.fireDue(ctx, due)
+}
+
+// fireDue fires the schedules read as due, brings back those a clock
+// stepped back left ahead of it, and returns how many it fired and the
+// earliest tick an unpaused schedule waits for now (zero if none).
+func (q *Queue) fireDue(ctx context.Context, due []dueSchedule) (int, time.Time, error) {
 	n, err := q.fireEach(ctx, due)
 	if err != nil {
 		return n, time.Time{}, fmt.Errorf("fire schedules: %w", err)
 	}
-	if err := q.rewindAheadSchedules(ctx, now); err != nil {
+	if err := q.rewindAheadSchedules(ctx); err != nil {
 		return n, time.Time{}, fmt.Errorf("fire schedules: bring back schedules ahead of the clock: %w", err)
 	}
 	var next sql.NullInt64

@@ -61,9 +61,19 @@ func parseCadence(spec, zone string) (cadence, error) {
 // ticks, so that a late fire does not shift the ones after it; a cron
 // spec's ticks are wall-clock times in the zone, whatever the phase. The
 // zero time means the spec has no tick after now (Feb 30).
+//
+// It is never tick itself, nor earlier, even when now is earlier than
+// tick: a fire reads the clock once it holds the schedule's row, and that
+// reading can be behind the one that found the tick due (a clock stepped
+// back; on PostgreSQL each resync with the server's clock steps it by
+// milliseconds either way). A schedule moved on to the tick it just
+// enqueued would enqueue it again.
 func (c cadence) after(tick, now time.Time) time.Time {
+	if now.Before(tick) {
+		now = tick
+	}
 	if c.every > 0 {
-		if !tick.After(now) && !tick.IsZero() {
+		if !tick.IsZero() {
 			n := now.Sub(tick)/c.every + 1
 			return tick.Add(n * c.every)
 		}

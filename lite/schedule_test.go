@@ -426,3 +426,105 @@ func TestAClockAMomentBehindNeverFiresATickAgain(t *testing.T) {
 		is.Equal(n, 1)
 	})
 }
+
+// TestATickFiresOnceWhenTheClockStepsBackBeforeItsFire reads a tick as
+// due 1 ms after it, then steps the clock back 2 ms, to before the tick,
+// before the fire reads it (a fire reads the clock once it holds the
+// schedule's row; on PostgreSQL a process's reading of the server's clock
+// steps by milliseconds, either way, at each resync): the fire still moves
+// the schedule past the tick it enqueued, and that tick fires once.
+func TestATickFiresOnceWhenTheClockStepsBackBeforeItsFire(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		for _, spec := range []string{"@every 1s", "* * * * *"} {
+			t.Run("a schedule "+spec, func(t *testing.T) {
+				is := is.New(t)
+				clock := newFakeClock()
+				q, _ := e.mustOpen(t, clock)
+				mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: spec})
+				tick := mustSchedule(t, q, "s").NextRunAt
+				clock.Set(tick.Add(time.Millisecond))
+				n, err := lite.FireAfter(t.Context(), q, func() { clock.Advance(-2 * time.Millisecond) })
+				is.NoErr(err)
+				is.Equal(n, 1)
+				is.True(mustSchedule(t, q, "s").NextRunAt.After(tick)) // why: left at the tick it enqueued, it fires it again
+				clock.Advance(2 * time.Millisecond)
+				is.Equal(mustFire(t, q), 0)
+				is.Equal(len(allJobs(t, q)), 1)
+			})
+		}
+	})
+}
+
+// TestAFireThatWaitedTakesNoTickFiredMeanwhileForAClockSteppedBack reads
+// a tick as due, then, before its fire, lets another process fire that
+// tick and the two after it (a fire that waited for the row another held,
+// on a loaded host): the ticks fired meanwhile are not taken for a clock
+// stepped back, and none of them fires again.
+func TestAFireThatWaitedTakesNoTickFiredMeanwhileForAClockSteppedBack(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, dsn := e.mustOpen(t, clock)
+		other := mustOpenOpts(t, dsn, lite.Options{Now: clock.Now})
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@every 1s"})
+		tick := mustSchedule(t, q, "s").NextRunAt
+		clock.Set(tick.Add(time.Millisecond))
+		n, err := lite.FireAfter(t.Context(), q, func() {
+			for range 3 {
+				is.Equal(mustFire(t, other), 1)
+				clock.Advance(time.Second)
+			}
+		})
+		is.NoErr(err)
+		// The other process fired the tick, and two more since.
+		is.Equal(n, 0)
+		is.True(mustSchedule(t, q, "s").NextRunAt.Equal(tick.Add(3 * time.Second))) // why: brought back, it fires the ticks between again
+		is.Equal(mustFire(t, q), 1)
+		jobs := allJobs(t, q)
+		is.Equal(len(jobs), 4)
+		for i, j := range jobs {
+			is.True(j.RunAt.Equal(tick.Add(time.Duration(i) * time.Second))) // one job a tick
+		}
+	})
+}
+
+// TestARewindReadsTheClockOnceItsWriteHoldsItsLock finds a schedule as
+// one a clock stepped back left ahead, with a clock read before another
+// process fired three ticks (a read that waited on a loaded host), then
+// reads the clock for the rewind's write, 5 ms behind the one that fired
+// them: within clockSkew, the fires are not taken for a step back and no
+// tick fires again.
+func TestARewindReadsTheClockOnceItsWriteHoldsItsLock(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		var behind, staleOnce atomic.Int64 // how far q's clock reads behind the other's, always and on its next read
+		now := func() time.Time { return clock.Now().Add(-time.Duration(behind.Load() + staleOnce.Swap(0))) }
+		q, dsn := e.open(t, lite.Options{Now: now})
+		other := mustOpenOpts(t, dsn, lite.Options{Now: clock.Now})
+		mustSetSchedule(t, q, lite.Schedule{Name: "s", Spec: "@every 1s"})
+		tick := mustSchedule(t, q, "s").NextRunAt
+		clock.Set(tick.Add(time.Millisecond))
+		n, err := lite.FireAfter(t.Context(), q, func() {
+			for i := range 3 {
+				if i > 0 {
+					clock.Advance(time.Second)
+				}
+				is.Equal(mustFire(t, other), 1)
+			}
+			behind.Store(int64(5 * time.Millisecond))
+			staleOnce.Store(int64(3 * time.Second))
+		})
+		is.NoErr(err)
+		// The other process fired the tick, and two more since.
+		is.Equal(n, 0)
+		is.True(mustSchedule(t, q, "s").NextRunAt.Equal(tick.Add(3 * time.Second))) // why: brought back, it fires a tick again
+		clock.Advance(time.Second + 10*time.Millisecond)
+		is.Equal(mustFire(t, q), 1)
+		jobs := allJobs(t, q)
+		is.Equal(len(jobs), 4)
+		for i, j := range jobs {
+			is.True(j.RunAt.Equal(tick.Add(time.Duration(i) * time.Second))) // one job a tick
+		}
+	})
+}
