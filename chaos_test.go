@@ -49,8 +49,11 @@ type chaosReport struct {
 	// or just after: a worker says that a write failed, and retries.
 	OutageErrors int
 	ErrorLines   []string `json:",omitempty"` // the first few, for the report
-	Integrity    string
-	Elapsed      time.Duration
+	// StaleLines are the first few done jobs whose result is not their
+	// generation: an empty one is output the worker lost, not a stale ack.
+	StaleLines []string `json:",omitempty"`
+	Integrity  string
+	Elapsed    time.Duration
 }
 
 func (r chaosReport) String() string {
@@ -218,14 +221,14 @@ printf '%%s' "$LITE_JOB_GENERATION"`, execLog, cfg.work.Seconds())
 	if target.e.name == "postgres" {
 		resultText = "convert_from(result, 'UTF8')"
 	}
-	rows, err := reader.Query(`select state, generation, coalesce(` + resultText + `, '') from lite_jobs`)
+	rows, err := reader.Query(`select id, state, generation, coalesce(` + resultText + `, '') from lite_jobs`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
 		var state, result string
-		var gen int64
-		if err := rows.Scan(&state, &gen, &result); err != nil {
+		var id, gen int64
+		if err := rows.Scan(&id, &state, &gen, &result); err != nil {
 			t.Fatal(err)
 		}
 		if state != "done" {
@@ -234,7 +237,10 @@ printf '%%s' "$LITE_JOB_GENERATION"`, execLog, cfg.work.Seconds())
 		}
 		rep.Done++
 		if result != strconv.FormatInt(gen, 10) {
-			rep.StaleApplied++ // a result written by a lease that was not the final one
+			rep.StaleApplied++ // a result written by a lease that was not the final one, or output lost
+			if len(rep.StaleLines) < 5 {
+				rep.StaleLines = append(rep.StaleLines, fmt.Sprintf("job %d: generation %d, result %q", id, gen, result))
+			}
 		}
 	}
 	rows.Close()
@@ -367,7 +373,7 @@ func TestChaos(t *testing.T) {
 		}
 		rep := runChaos(t, liteBin, target, cfg)
 		t.Log(rep)
-		for _, line := range rep.ErrorLines {
+		for _, line := range append(rep.ErrorLines, rep.StaleLines...) {
 			t.Log(line)
 		}
 		if out := os.Getenv("LITE_CHAOS_REPORT"); out != "" {

@@ -32,9 +32,10 @@ const permanentExitCode = 100
 // stderrTail is how much of a failed command's stderr becomes its error.
 const stderrTail = 2048
 
-// drainWait is how long lite reads a finished command's output after its
-// tree was killed. Only a process that moved out of the tree (setsid) can
-// keep the pipes open that long.
+// drainWait is how long lite waits for a finished command's pipes to
+// close after its tree was killed; then it takes what they hold and lets
+// go. Only a process that moved out of the tree (setsid) can keep the
+// pipes open that long.
 const drainWait = time.Second
 
 // shutdownSlack is how much longer than both graces (to finish, then from

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -51,7 +52,9 @@ func AttachPipes(cmd *exec.Cmd, stdin []byte, stdout, stderr io.Writer) (*Pipes,
 
 func (p *Pipes) copy(dst io.Writer, src *os.File) {
 	defer p.copies.Done()
-	_, _ = io.Copy(dst, src)
+	if _, err := io.Copy(dst, src); errors.Is(err, os.ErrDeadlineExceeded) {
+		drain(dst, src)
+	}
 }
 
 // Started closes the command's ends in lite, so that lite's reads end once
@@ -59,10 +62,13 @@ func (p *Pipes) copy(dst io.Writer, src *os.File) {
 func (p *Pipes) Started() { closeFiles(p.child) }
 
 // Finish waits for the copies to end, for at most wait: a process that
-// moved out of the tree may hold a pipe forever. Then it closes lite's
-// ends, which ends a copy still blocked (os.Pipe's files are non-blocking
-// on Unix: Close wakes a Read or Write in progress), and waits for the
-// copies to return, so that the writers hold all there is.
+// moved out of the tree may hold a pipe forever. Then it ends the copies
+// still running and waits for them to return, so that the writers hold
+// all there is. A copy of output ends once it has read what the pipe holds
+// already: on a loaded machine (or in a lite work stopped by SIGSTOP) the
+// wait can pass before a copy has read what the leader wrote before it
+// exited, and closing the pipe then would lose that output, storing an
+// empty or cut result for a command that succeeded.
 func (p *Pipes) Finish(wait time.Duration) {
 	done := make(chan struct{})
 	go func() {
@@ -74,10 +80,20 @@ func (p *Pipes) Finish(wait time.Duration) {
 	select {
 	case <-done:
 	case <-t.C:
+		closeFiles(p.child)
+		_ = p.parent[0].Close() // stdin: what the command did not read is not wanted
+		for _, out := range p.parent[1:] {
+			// A deadline wakes a Read in progress (os.Pipe's files are
+			// non-blocking on Unix) and the copy drains the pipe; where
+			// pipes take no deadline, Close wakes it instead.
+			if out.SetReadDeadline(time.Now()) != nil {
+				_ = out.Close()
+			}
+		}
 	}
+	<-done
 	closeFiles(p.child)
 	closeFiles(p.parent)
-	<-done
 }
 
 // closeFiles closes files; closing one twice does no harm.

@@ -3,8 +3,11 @@
 package proc
 
 import (
+	"io"
+	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // A job's command runs as the leader of a process group of its own, and
@@ -42,3 +45,35 @@ func (g Group) Close() {}
 // is left, which is the aim) and EPERM (a member changed its credentials,
 // setuid, and lite cannot touch it): neither can be acted on.
 func (g Group) signal(sig syscall.Signal) { _ = syscall.Kill(-g.pid, sig) }
+
+// maxDrain bounds what a drain reads: what a pipe can hold (64 KiB by
+// default, at most 1 MiB unprivileged), so that a process that moved out
+// of the tree and writes on and on cannot keep lite reading.
+const maxDrain = 1 << 20
+
+// drain copies to dst what src holds now, without waiting for more: the
+// output a finished leader left in its pipe once Finish's wait passed.
+func drain(dst io.Writer, src *os.File) {
+	if src.SetReadDeadline(time.Time{}) != nil {
+		return
+	}
+	rc, err := src.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 32<<10)
+	for read := 0; read < maxDrain; {
+		var n int
+		var readErr error
+		// Returning true never waits: the file is non-blocking, so an
+		// empty pipe gives EAGAIN and the drain ends.
+		if rc.Read(func(fd uintptr) bool {
+			n, readErr = syscall.Read(int(fd), buf)
+			return true
+		}) != nil || readErr != nil || n <= 0 {
+			return
+		}
+		_, _ = dst.Write(buf[:n])
+		read += n
+	}
+}

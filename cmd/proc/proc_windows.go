@@ -4,6 +4,8 @@ package proc
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"syscall"
 	"unsafe"
@@ -117,3 +119,7 @@ func (g Group) Close() {
 // LockThread has nothing to pin: the job object, not a thread, owns the
 // tree.
 func LockThread() (unlock func()) { return func() {} }
+
+// drain has nothing to read on Windows: its pipes take no deadline, so
+// Finish closes them, as it must to end a copy.
+func drain(io.Writer, *os.File) {}
