@@ -13,7 +13,7 @@ import (
 // job they match rather than on one id.
 type bulkFilter struct {
 	State     []lite.State  `short:"s" help:"Only jobs in this state; repeat for more."`
-	Queue     string        `short:"q" help:"Only jobs of this queue."`
+	Queue     string        `short:"q" predictor:"queue" help:"Only jobs of this queue."`
 	Kind      string        `short:"k" help:"Only jobs of this kind."`
 	OlderThan time.Duration `help:"Only jobs that finished, or if unfinished were enqueued, longer ago than this."`
 	All       bool          `help:"Every job the command applies to, with no other filter."`

@@ -19,7 +19,7 @@ import (
 
 // enqueueCmd adds one job, or many from a JSON Lines file.
 type enqueueCmd struct {
-	Queue       string            `short:"q" default:"default" help:"Queue to add to."`
+	Queue       string            `short:"q" predictor:"queue" default:"default" help:"Queue to add to."`
 	Kind        string            `short:"k" default:"default" help:"Kind of job."`
 	Priority    int               `short:"p" help:"Higher runs first."`
 	Delay       time.Duration     `help:"Run no sooner than this from now (e.g. 90s, 5m)."`

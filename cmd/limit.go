@@ -13,7 +13,7 @@ import (
 
 // limitCmd sets a queue's limits across every process sharing the file.
 type limitCmd struct {
-	Queue      string `arg:"" help:"The queue to limit; it need not have jobs yet."`
+	Queue      string `arg:"" predictor:"queue" help:"The queue to limit; it need not have jobs yet."`
 	MaxRunning *int   `name:"max-running" placeholder:"N" help:"At most N of its jobs run at once, across every process; 0 lifts the limit."`
 	Rate       *rate  `name:"rate" placeholder:"M/PERIOD" help:"At most M of its jobs start per PERIOD (50/1s, 100/1m, 10/s); none lifts the limit."`
 }

@@ -26,7 +26,7 @@ type scheduleAddCmd struct {
 	Name        string `arg:"" help:"The schedule's name."`
 	Spec        string `arg:"" help:"When it fires: five cron fields (\"30 6 * * 1-5\"), or @hourly, @daily, @weekly, @monthly, @every 5m."`
 	Kind        string `short:"k" required:"" help:"Kind of job each tick enqueues."`
-	Queue       string `short:"q" default:"default" help:"Queue each job goes to."`
+	Queue       string `short:"q" predictor:"queue" default:"default" help:"Queue each job goes to."`
 	Payload     string `help:"Each job's payload."`
 	PayloadFile string `name:"payload-file" type:"path" help:"Read each job's payload from this file; - reads standard input."`
 	TZ          string `name:"tz" help:"IANA time zone the spec's times are in (Europe/Berlin); default UTC."`

@@ -54,7 +54,7 @@ type workCmd struct {
 // workerFlags configure the worker that runs a command once per job: lite
 // work's, and lite serve's when it is given a command.
 type workerFlags struct {
-	Queue       []string      `short:"q" sep:"none" placeholder:"NAME[=N]" help:"Queue to work, with N slots of its own (default -c), so a backlog in one queue never delays another; repeat for more (default: every queue, sharing -c slots)."`
+	Queue       []string      `short:"q" predictor:"queue" sep:"none" placeholder:"NAME[=N]" help:"Queue to work, with N slots of its own (default -c), so a backlog in one queue never delays another; repeat for more (default: every queue, sharing -c slots)."`
 	Concurrency int           `short:"c" default:"4" help:"Jobs run at once: in all, or in each --queue given without =N."`
 	Heartbeat   time.Duration `default:"5s" help:"How often leases are renewed."`
 	StaleAfter  time.Duration `default:"30s" help:"How long a heartbeat may lapse before a job is reclaimed (at least three heartbeats)."`
