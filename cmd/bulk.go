@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 )
 
@@ -25,6 +26,12 @@ type bulkDone struct {
 	Action lite.BulkAction `json:"action"`
 	Count  int64           `json:"count"`
 	DryRun bool            `json:"dry_run"`
+}
+
+// Validate refuses an empty filter value, which would match every job, and
+// a queue or kind no job can have.
+func (f *bulkFilter) Validate(kctx *kong.Context) error {
+	return jobFilter{states: f.State, queue: f.Queue, kind: f.Kind}.check(kctx)
 }
 
 // set says whether any flag asks for a bulk action.

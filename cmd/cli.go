@@ -256,6 +256,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
 		kong.Vars{"version": env.Version},
 		kong.NamedMapper("db", kong.MapperFunc(dbMapper)),
+		durationMapper,
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(env, &cli.globals),
 		kong.BindToProvider(func() (*lite.Queue, error) {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,10 +52,11 @@ type jsonLine struct {
 	Meta        map[string]string `json:"meta"`
 }
 
-// Validate reads --at, and refuses a job with no payload asked for from a
-// terminal: lite enqueue alone would add an empty job while the user
-// waits to type one.
+// Validate refuses a queue, kind or tag no job can have, and reads --at.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
+	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag)); err != nil {
+		return err
+	}
 	if c.At != "" || flagGiven(kctx, "at") { // --at "$WHEN" with WHEN unset is no time, not now
 		at, err := parseAt(c.At, time.Local)
 		if err != nil {
@@ -363,9 +365,9 @@ func (c *enqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
 		j.Meta = c.Meta
 	}
 	if l.Delay != "" {
-		d, err := time.ParseDuration(l.Delay)
+		d, err := parseDuration(l.Delay)
 		if err != nil {
-			return j, fmt.Errorf(`"delay" %q is not a duration (90s, 5m, 1h30m)`, l.Delay)
+			return j, fmt.Errorf(`"delay" %q is not a duration (90s, 5m, 1h30m, 7d)`, l.Delay)
 		}
 		j.Delay = d
 	}

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -43,9 +44,9 @@ func (r *rate) UnmarshalText(b []byte) error {
 	if period != "" && (period[0] < '0' || period[0] > '9') {
 		period = "1" + period
 	}
-	per, err := time.ParseDuration(period)
+	per, err := parseDuration(period)
 	switch {
-	case durationOverflows(period):
+	case errors.Is(err, errDurationTooLong):
 		return fmt.Errorf("rate %q: the period is too long: at most %dh", s, math.MaxInt64/int64(time.Hour))
 	case err != nil || per <= 0:
 		return fmt.Errorf("rate %q: the period is not a positive duration (1s, 1m, 500ms)", s)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 )
 
@@ -19,6 +20,12 @@ type lsCmd struct {
 	Tag   []string     `help:"Only jobs carrying this tag (repeat, or a,b: every one)."`
 	After int64        `help:"Only jobs with a larger id (for paging)."`
 	Limit int          `short:"n" default:"50" help:"At most this many jobs."`
+}
+
+// Validate refuses an empty filter value, which would list every job, and
+// a queue, kind or tag no job can have.
+func (c *lsCmd) Validate(kctx *kong.Context) error {
+	return jobFilter{states: c.State, queue: c.Queue, kind: c.Kind, tags: c.Tag}.check(kctx)
 }
 
 // list reads the jobs in id order: one page of each state asked for,

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,11 @@ type scheduleAddCmd struct {
 	Priority    int    `short:"p" help:"Higher runs first."`
 	MaxAttempts int    `help:"Attempts before a job is dead (default 10)."`
 	UniqueKey   string `help:"Skip a tick while an unfinished job holds this key in the queue: runs never overlap."`
+}
+
+// Validate refuses a queue or kind no job can have.
+func (c *scheduleAddCmd) Validate() error {
+	return cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind))
 }
 
 // Run stores the schedule and prints its next run (--json: the schedule).
