@@ -171,10 +171,11 @@ type cliJob struct {
 	Attempts   int    `json:"attempts"`
 }
 
+// listJobs is every job of db that ls lists with args, oldest first.
 func listJobs(t *testing.T, db string, args ...string) []cliJob {
 	t.Helper()
 	var jobs []cliJob
-	out := mustLite(t, db, "", append([]string{"--json", "ls", "-n", "10000"}, args...)...)
+	out := mustLite(t, db, "", append([]string{"--json", "ls", "-n", "10000", "--oldest-first"}, args...)...)
 	if err := json.Unmarshal([]byte(out), &jobs); err != nil {
 		t.Fatalf("ls --json: %v: %s", err, out)
 	}
