@@ -256,7 +256,7 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 		defer f.Close()
 		in = f
 	}
-	progress := newProgress(env.Stderr)
+	progress := newProgress(env.Stderr, inputSize(in))
 	defer progress.done()
 	f := &fileEnqueue{name: c.File}
 	sc := bufio.NewScanner(in)
@@ -264,6 +264,7 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 	line := 0
 	for sc.Scan() {
 		line++
+		progress.read(len(sc.Bytes()) + 1)
 		text := strings.TrimSpace(sc.Text())
 		if text == "" {
 			continue
@@ -277,7 +278,7 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 			if err := f.flush(ctx, q); err != nil {
 				return err
 			}
-			progress.show(f.added + f.duplicates)
+			progress.committed(f.added + f.duplicates)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -295,6 +296,17 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 	}
 	_, err := fmt.Fprintf(env.Stdout, "enqueued %d jobs (%d duplicates skipped)\n", f.added, f.duplicates)
 	return err
+}
+
+// inputSize is the size of a regular file's bytes, or -1 for a pipe or a
+// terminal, whose end no one knows.
+func inputSize(r io.Reader) int64 {
+	if f, ok := r.(*os.File); ok {
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+			return info.Size()
+		}
+	}
+	return -1
 }
 
 // errNotAnObject is a line that is not a JSON object.
