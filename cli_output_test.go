@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -252,10 +253,12 @@ func TestJSONOutputIsTheLibrarysForm(t *testing.T) {
 
 		t.Run("ls --json prints json.Marshal of the jobs List returns", func(t *testing.T) {
 			is := is.New(t)
-			jobs, err := q.List(ctx, lite.ListFilter{})
+			jobs, err := q.List(ctx, lite.ListFilter{Newest: true})
 			is.NoErr(err)
 			is.Equal(len(jobs), 3)
 			is.Equal(mustLite(t, db, "", "--json", "ls"), marshalled(jobs))
+			slices.Reverse(jobs)
+			is.Equal(mustLite(t, db, "", "--json", "ls", "--oldest-first"), marshalled(jobs))
 			is.Equal(mustLite(t, db, "", "--json", "ls", "--state", "running"), "[]\n") // none: a list, not null
 		})
 

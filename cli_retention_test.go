@@ -32,7 +32,7 @@ func TestRetentionShowsAndSetsTheFilesPolicy(t *testing.T) {
 			{[]string{"--done", "99999999999999999999d"}, `--done "99999999999999999999d" is too long`},
 			{[]string{"--done", "99999999h"}, `--done "99999999h" is too long`},
 			{[]string{"--dead", "nope"}, `--dead "nope" is not a duration`},
-			{[]string{"--dead", "3xd"}, `--dead "3xd" is not a whole number of days`},
+			{[]string{"--dead", "3xd"}, `--dead "3xd" is not a duration`},
 			{[]string{"--done=-5h"}, `--done "-5h" is not a positive duration`},
 			{[]string{"--done", "1h", "--dead", "7 days"}, `--dead "7 days" is not a duration`}, // the good flag is not stored either
 			{[]string{"--cancelled", "500us"}, `--cancelled "500us" is under a millisecond`},

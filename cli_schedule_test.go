@@ -73,7 +73,7 @@ func TestCLISchedules(t *testing.T) {
 			{"an unknown zone", []string{"add", "nightly", "@daily", "--kind", "k", "--tz", "Mars/Olympus"}, `lite: set schedule nightly: time zone "Mars/Olympus": unknown time zone Mars/Olympus` + "\n"},
 			{"an escape in a name", []string{"add", "a\x1b[2Jb", "@daily", "--kind", "k"}, `lite: set schedule: name "a\x1b[2Jb" contains a control character` + "\n"},
 			{"control characters in a spec", []string{"add", "nightly", "*/5\t* * * *\r", "--kind", "k"}, `lite: set schedule nightly: spec "*/5\t* * * *\r" contains a control character` + "\n"},
-			{"an escape in a kind", []string{"add", "nightly", "@daily", "--kind", "k\x1b]0;x\a"}, `lite: set schedule nightly: kind "k\x1b]0;x\a" contains a control character` + "\n"},
+			{"an escape in a kind", []string{"add", "nightly", "@daily", "--kind", "k\x1b]0;x\a"}, `lite: schedule add: --kind "k\x1b]0;x\a" contains a control character` + "\n"},
 			{"two payloads", []string{"add", "nightly", "@daily", "--kind", "k", "--payload", "a", "--payload-file", "-"}, "lite: schedule add: give --payload or --payload-file, not both\n"},
 			{"pausing an unknown name", []string{"pause", "nope\x1b[2J"}, `lite: no schedule named "nope\x1b[2J"` + "\n"},
 			{"resuming an unknown name", []string{"resume", "nope"}, `lite: no schedule named "nope"` + "\n"},

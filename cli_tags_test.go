@@ -23,7 +23,7 @@ func TestCLITagsAndMeta(t *testing.T) {
 		db := e.db(t)
 		ls := func(args ...string) []taggedJob {
 			var jobs []taggedJob
-			out := mustLite(t, db, "", append([]string{"--json", "ls"}, args...)...)
+			out := mustLite(t, db, "", append([]string{"--json", "ls", "--oldest-first"}, args...)...)
 			is.NoErr(json.Unmarshal([]byte(out), &jobs))
 			return jobs
 		}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/liteq/lite/cmd"
 	"github.com/matryer/is"
@@ -121,6 +123,24 @@ func TestPurgeRefusesAnEmptyState(t *testing.T) {
 	is.Equal(r.code, 2)
 	is.Equal(r.stderr, "lite: purge: --state is empty: give done, dead or cancelled\n")
 	is.Equal(r.stdout, "") // not "purged 0 jobs"
+}
+
+func TestDurationFlagsTakeDays(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "lite.db")
+	mustLite(t, db, "", "enqueue", "x")
+	mustLite(t, db, "", "work", "--exit-when-empty", "--", "true")
+	is.Equal(mustLite(t, db, "", "purge", "--state", "done", "--older-than", "7d"), "purged 0 jobs\n") // done just now
+	is.Equal(mustLite(t, db, "", "delete", "--state", "done", "--older-than", "1d12h", "--dry-run"), "would delete 0 jobs (dry run: nothing changed)\n")
+	before := time.Now()
+	mustLite(t, db, "", "enqueue", "--delay", "2d", "later")
+	var jobs []struct {
+		RunAt time.Time `json:"run_at"`
+	}
+	is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "ls", "-s", "available")), &jobs))
+	is.Equal(len(jobs), 1)
+	is.True(jobs[0].RunAt.Sub(before) >= 48*time.Hour && jobs[0].RunAt.Sub(before) < 49*time.Hour) // two days of 24 hours
+	is.True(strings.Contains(mustLite(t, db, "", "limit", "q", "--rate", "100/1d"), "100 starts per 24h"))
 }
 
 func TestEnqueueAtTakesLocalTimesAndRFC3339(t *testing.T) {

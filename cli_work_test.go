@@ -11,6 +11,26 @@ import (
 	"github.com/matryer/is"
 )
 
+func TestWorkKindLeasesOnlyThoseKinds(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		for _, kind := range []string{"mail", "resize", "report", "mail"} {
+			mustLite(t, db, "", "enqueue", "-k", kind, kind)
+		}
+		r := runLite(t, db, "", "work", "--exit-when-empty", "--kind", "mail", "-k", "report", "--", "cat")
+		is.Equal(r.code, 0) // a job of another kind does not keep it from exiting
+		is.True(strings.Contains(r.stderr, `kinds=mail,report`))
+		var states []string
+		for _, j := range listJobs(t, db) {
+			states = append(states, j.Kind+":"+j.State)
+		}
+		is.Equal(states, []string{"mail:done", "resize:available", "report:done", "mail:done"})
+		mustLite(t, db, "", "work", "--exit-when-empty", "--", "cat") // no --kind: every kind
+		is.Equal(len(listJobs(t, db, "-s", "done")), 4)
+	})
+}
+
 func TestWorkExitWhenEmptyExitsOnceNothingIsStartableNow(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		t.Run("jobs due later, waiting out a backoff or in a paused queue do not keep it, and it exits 0", func(t *testing.T) {

@@ -171,10 +171,11 @@ type cliJob struct {
 	Attempts   int    `json:"attempts"`
 }
 
+// listJobs is every job of db that ls lists with args, oldest first.
 func listJobs(t *testing.T, db string, args ...string) []cliJob {
 	t.Helper()
 	var jobs []cliJob
-	out := mustLite(t, db, "", append([]string{"--json", "ls", "-n", "10000"}, args...)...)
+	out := mustLite(t, db, "", append([]string{"--json", "ls", "-n", "10000", "--oldest-first"}, args...)...)
 	if err := json.Unmarshal([]byte(out), &jobs); err != nil {
 		t.Fatalf("ls --json: %v: %s", err, out)
 	}
@@ -267,6 +268,10 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			{"a bad flag", db, "", []string{"ls", "--colour"}, 2, "unknown flag --colour"},
 			{"a bad state", db, "", []string{"ls", "--state", "asleep"}, 2, "--state"},
 			{"work without --", db, "", []string{"work", "./handler.sh"}, 2, "give the command after --"},
+			{"an empty --kind", db, "", []string{"work", "--kind", "", "--", "true"}, 2, "--kind is empty"},
+			{"a --kind of every kind", db, "", []string{"work", "--kind", "*", "--", "true"}, 2, `--kind "*": leave --kind out`},
+			{"a --kind given twice", db, "", []string{"work", "-k", "a", "-k", "a", "--", "true"}, 2, `--kind "a" is given twice`},
+			{"an escape in a --kind", db, "", []string{"work", "-k", "a\x1b[2J", "--", "true"}, 2, "control character"},
 			{"stale-after under three heartbeats", db, "", []string{"work", "--heartbeat", "1s", "--stale-after", "2s", "--", "true"}, 2, "under three heartbeats"},
 			{"purge without a state", db, "", []string{"purge", "--older-than", "1h"}, 2, "--state"},
 			{"an --at of year 1, which looks unset", db, "", []string{"enqueue", "--at", "0001-01-01T00:00:00Z", "x"}, 2, "outside 1970-01-01 to 9999-12-31"},
@@ -274,7 +279,16 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			{"cancelling a finished job", done, "", []string{"cancel", "1"}, 1, "lite: cancel job 1: invalid job state: it is done, not available or running\n"},
 			{"a payload over the cap", db, strings.Repeat("x", 1<<20+1), []string{"enqueue", "-"}, 1, "too large"},
 			{"a NUL in a kind", db, `{"kind":"a\u0000b"}` + "\n", []string{"enqueue", "--file", "-"}, 1, "control character"},
-			{"an escape in a queue", db, "", []string{"enqueue", "-q", "mail\x1b[2J", "x"}, 1, "control character"},
+			{"an escape in a queue", db, "", []string{"enqueue", "-q", "mail\x1b[2J", "x"}, 2, "lite: enqueue: --queue \"mail\\x1b[2J\" contains a control character\n"},
+			{"an escape in a kind filter", db, "", []string{"ls", "-k", "a\x1b[2J"}, 2, "--kind \"a\\x1b[2J\" contains a control character"},
+			{"an escape in a schedule's kind", db, "", []string{"schedule", "add", "n", "@hourly", "-k", "a\x1b[2J"}, 2, "control character"},
+			{"an empty state filter", db, "", []string{"ls", "-s", ""}, 2, "lite: ls: --state is empty"},
+			{"an empty queue filter", db, "", []string{"ls", "-q", ""}, 2, "lite: ls: --queue is empty"},
+			{"an empty tag filter", db, "", []string{"ls", "--tag", ""}, 2, "lite: ls: --tag is empty"},
+			{"an empty queue filter to delete", db, "", []string{"delete", "-s", "available", "-q", ""}, 2, "lite: delete: --queue is empty"},
+			{"an empty kind filter to cancel", db, "", []string{"cancel", "-k", ""}, 2, "lite: cancel: --kind is empty"},
+			{"a duration of no unit", db, "", []string{"purge", "-s", "done", "--older-than", "7"}, 2, `--older-than: "7" is not a duration`},
+			{"a duration past 290 years", db, "", []string{"purge", "-s", "done", "--older-than", "106752d"}, 2, `is too long: at most 106751d`},
 			{"a bad line in an enqueue file", db, "\n{\"payload\":\"a\"}\n{oops\n", []string{"enqueue", "--file", "-"}, 1, "line 3: "},
 			{"an empty db path", "", "", []string{"ls"}, 2, "--db (or LITE_DB) is empty"},
 			{"a bench of no runs", db, "", []string{"bench", "--runs", "0"}, 2, "--runs 0: must be at least 1"},

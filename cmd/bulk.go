@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 )
 
@@ -13,7 +14,7 @@ import (
 // job they match rather than on one id.
 type bulkFilter struct {
 	State     []lite.State  `short:"s" help:"Only jobs in this state; repeat for more."`
-	Queue     string        `short:"q" help:"Only jobs of this queue."`
+	Queue     string        `short:"q" predictor:"queue" help:"Only jobs of this queue."`
 	Kind      string        `short:"k" help:"Only jobs of this kind."`
 	OlderThan time.Duration `help:"Only jobs that finished, or if unfinished were enqueued, longer ago than this."`
 	All       bool          `help:"Every job the command applies to, with no other filter."`
@@ -25,6 +26,12 @@ type bulkDone struct {
 	Action lite.BulkAction `json:"action"`
 	Count  int64           `json:"count"`
 	DryRun bool            `json:"dry_run"`
+}
+
+// Validate refuses an empty filter value, which would match every job, and
+// a queue or kind no job can have.
+func (f *bulkFilter) Validate(kctx *kong.Context) error {
+	return jobFilter{states: f.State, queue: f.Queue, kind: f.Kind}.check(kctx)
 }
 
 // set says whether any flag asks for a bulk action.

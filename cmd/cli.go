@@ -74,6 +74,9 @@ type root struct {
 	Progress progressCmd `cmd:"" help:"From a command of lite work: report its job's progress (40% \"converting\")."`
 	Log      logCmd      `cmd:"" help:"From a command of lite work: append lines (or stdin's) to its job's log."`
 
+	Help       helpCmd       `cmd:"" help:"Show a command's help: lite help enqueue is lite enqueue --help."`
+	Completion completionCmd `cmd:"" help:"Print a shell's completion script: source <(lite completion bash); zsh, fish."`
+
 	// What lite runs of itself, never the user (hidden.go).
 	BenchChild benchChildCmd `cmd:"" name:"bench-child" hidden:""`
 	DemoJob    demoJobCmd    `cmd:"" name:"demo-job" hidden:""`
@@ -120,6 +123,27 @@ func ExitCode(err error) int {
 		return coded.code
 	}
 	return 1
+}
+
+// parsedNoCommand says whether err is kong's, from a line on which it
+// found no command.
+func parsedNoCommand(err error) bool {
+	parse, ok := err.(*kong.ParseError)
+	return ok && parse.Context != nil && commandName(parse.Context) == ""
+}
+
+// noCommand says whether err is kong's asking for a command, on a line
+// that gave none (flags alone), in place of which lite prints its help.
+func noCommand(err error) bool {
+	return parsedNoCommand(err) && strings.HasPrefix(err.Error(), "expected one of ")
+}
+
+// noCommandHint points an error at a word that is no command to lite help.
+func noCommandHint(err error) error {
+	if parsedNoCommand(err) {
+		return fmt.Errorf("%w (lite help lists the commands)", err)
+	}
+	return err
 }
 
 // exitRequest carries kong's request to exit (after --help or --version)
@@ -232,6 +256,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
 		kong.Vars{"version": env.Version},
 		kong.NamedMapper("db", kong.MapperFunc(dbMapper)),
+		durationMapper,
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(env, &cli.globals),
 		kong.BindToProvider(func() (*lite.Queue, error) {
@@ -270,9 +295,13 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 			}
 		}
 	}()
+	answerCompletion(ctx, parser)
 	kctx, err := parser.Parse(args)
+	if noCommand(err) {
+		return err.(*kong.ParseError).Context.PrintUsage(false) // lite alone lists every command
+	}
 	if err != nil {
-		return usageError{err}
+		return usageError{noCommandHint(err)}
 	}
 	command = commandName(kctx)
 	if command == "demo" && lite.IsServerURL(cli.DB) {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,7 @@ import (
 
 // enqueueCmd adds one job, or many from a JSON Lines file.
 type enqueueCmd struct {
-	Queue       string            `short:"q" default:"default" help:"Queue to add to."`
+	Queue       string            `short:"q" predictor:"queue" default:"default" help:"Queue to add to."`
 	Kind        string            `short:"k" default:"default" help:"Kind of job."`
 	Priority    int               `short:"p" help:"Higher runs first."`
 	Delay       time.Duration     `help:"Run no sooner than this from now (e.g. 90s, 5m)."`
@@ -51,10 +52,11 @@ type jsonLine struct {
 	Meta        map[string]string `json:"meta"`
 }
 
-// Validate reads --at, and refuses a job with no payload asked for from a
-// terminal: lite enqueue alone would add an empty job while the user
-// waits to type one.
+// Validate refuses a queue, kind or tag no job can have, and reads --at.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
+	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag)); err != nil {
+		return err
+	}
 	if c.At != "" || flagGiven(kctx, "at") { // --at "$WHEN" with WHEN unset is no time, not now
 		at, err := parseAt(c.At, time.Local)
 		if err != nil {
@@ -254,7 +256,7 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 		defer f.Close()
 		in = f
 	}
-	progress := newProgress(env.Stderr)
+	progress := newProgress(env.Stderr, inputSize(in))
 	defer progress.done()
 	f := &fileEnqueue{name: c.File}
 	sc := bufio.NewScanner(in)
@@ -262,6 +264,7 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 	line := 0
 	for sc.Scan() {
 		line++
+		progress.read(len(sc.Bytes()) + 1)
 		text := strings.TrimSpace(sc.Text())
 		if text == "" {
 			continue
@@ -275,7 +278,7 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 			if err := f.flush(ctx, q); err != nil {
 				return err
 			}
-			progress.show(f.added + f.duplicates)
+			progress.committed(f.added + f.duplicates)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -293,6 +296,17 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 	}
 	_, err := fmt.Fprintf(env.Stdout, "enqueued %d jobs (%d duplicates skipped)\n", f.added, f.duplicates)
 	return err
+}
+
+// inputSize is the size of a regular file's bytes, or -1 for a pipe or a
+// terminal, whose end no one knows.
+func inputSize(r io.Reader) int64 {
+	if f, ok := r.(*os.File); ok {
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+			return info.Size()
+		}
+	}
+	return -1
 }
 
 // errNotAnObject is a line that is not a JSON object.
@@ -363,9 +377,9 @@ func (c *enqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
 		j.Meta = c.Meta
 	}
 	if l.Delay != "" {
-		d, err := time.ParseDuration(l.Delay)
+		d, err := parseDuration(l.Delay)
 		if err != nil {
-			return j, fmt.Errorf(`"delay" %q is not a duration (90s, 5m, 1h30m)`, l.Delay)
+			return j, fmt.Errorf(`"delay" %q is not a duration (90s, 5m, 1h30m, 7d)`, l.Delay)
 		}
 		j.Delay = d
 	}

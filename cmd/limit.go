@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -13,7 +14,7 @@ import (
 
 // limitCmd sets a queue's limits across every process sharing the file.
 type limitCmd struct {
-	Queue      string `arg:"" help:"The queue to limit; it need not have jobs yet."`
+	Queue      string `arg:"" predictor:"queue" help:"The queue to limit; it need not have jobs yet."`
 	MaxRunning *int   `name:"max-running" placeholder:"N" help:"At most N of its jobs run at once, across every process; 0 lifts the limit."`
 	Rate       *rate  `name:"rate" placeholder:"M/PERIOD" help:"At most M of its jobs start per PERIOD (50/1s, 100/1m, 10/s); none lifts the limit."`
 }
@@ -43,9 +44,9 @@ func (r *rate) UnmarshalText(b []byte) error {
 	if period != "" && (period[0] < '0' || period[0] > '9') {
 		period = "1" + period
 	}
-	per, err := time.ParseDuration(period)
+	per, err := parseDuration(period)
 	switch {
-	case durationOverflows(period):
+	case errors.Is(err, errDurationTooLong):
 		return fmt.Errorf("rate %q: the period is too long: at most %dh", s, math.MaxInt64/int64(time.Hour))
 	case err != nil || per <= 0:
 		return fmt.Errorf("rate %q: the period is not a positive duration (1s, 1m, 500ms)", s)

@@ -7,22 +7,32 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 )
 
 // lsCmd lists jobs.
 type lsCmd struct {
-	State []lite.State `short:"s" enum:"available,running,done,dead,cancelled" help:"Only jobs in this state; repeat (-s dead -s done) or list (-s dead,done) for several."`
-	Queue string       `short:"q" help:"Only jobs in this queue."`
-	Kind  string       `short:"k" help:"Only jobs of this kind."`
-	Tag   []string     `help:"Only jobs carrying this tag (repeat, or a,b: every one)."`
-	After int64        `help:"Only jobs with a larger id (for paging)."`
-	Limit int          `short:"n" default:"50" help:"At most this many jobs."`
+	State       []lite.State `short:"s" enum:"available,running,done,dead,cancelled" help:"Only jobs in this state; repeat (-s dead -s done) or list (-s dead,done) for several."`
+	Queue       string       `short:"q" predictor:"queue" help:"Only jobs in this queue."`
+	Kind        string       `short:"k" help:"Only jobs of this kind."`
+	Tag         []string     `help:"Only jobs carrying this tag (repeat, or a,b: every one)."`
+	Before      int64        `placeholder:"ID" help:"Only jobs with a smaller id: pass the last id of the previous page to page newest first."`
+	After       int64        `placeholder:"ID" help:"With --oldest-first, only jobs with a larger id: pass the last id of the previous page."`
+	OldestFirst bool         `help:"List the oldest jobs first, in id order; --after pages it."`
+	Limit       int          `short:"n" default:"50" help:"At most this many jobs."`
 }
 
-// list reads the jobs in id order: one page of each state asked for,
-// merged and cut to the limit, or one of every state.
+// Validate refuses an empty filter value, which would list every job, and
+// a queue, kind or tag no job can have.
+func (c *lsCmd) Validate(kctx *kong.Context) error {
+	return jobFilter{states: c.State, queue: c.Queue, kind: c.Kind, tags: c.Tag}.check(kctx)
+}
+
+// list reads the jobs newest first, or in id order: one page of each
+// state asked for, merged and cut to the limit, or one of every state.
 func (c *lsCmd) list(ctx context.Context, q *lite.Queue) ([]*lite.Job, error) {
 	states := slices.Compact(slices.Sorted(slices.Values(c.State)))
 	if len(states) == 0 {
@@ -30,20 +40,32 @@ func (c *lsCmd) list(ctx context.Context, q *lite.Queue) ([]*lite.Job, error) {
 	}
 	var jobs []*lite.Job
 	for _, s := range states {
-		page, err := q.List(ctx, lite.ListFilter{State: s, Queue: c.Queue, Kind: c.Kind, Tags: c.Tag, AfterID: c.After, Limit: c.Limit})
+		page, err := q.List(ctx, lite.ListFilter{State: s, Queue: c.Queue, Kind: c.Kind, Tags: c.Tag,
+			Newest: !c.OldestFirst, BeforeID: c.Before, AfterID: c.After, Limit: c.Limit})
 		if err != nil {
 			return nil, err
 		}
 		jobs = append(jobs, page...)
 	}
-	slices.SortFunc(jobs, func(a, b *lite.Job) int { return cmp.Compare(a.ID, b.ID) })
+	order := func(a, b *lite.Job) int { return cmp.Compare(b.ID, a.ID) }
+	if c.OldestFirst {
+		order = func(a, b *lite.Job) int { return cmp.Compare(a.ID, b.ID) }
+	}
+	slices.SortFunc(jobs, order)
 	return jobs[:min(len(jobs), c.Limit)], nil
 }
 
 // Run prints the jobs as a table, or as JSON with --json.
 func (c *lsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
-	if c.Limit < 1 {
+	switch {
+	case c.Limit < 1:
 		return usagef("ls: --limit must be at least 1")
+	case c.After != 0 && !c.OldestFirst:
+		return usagef("ls: --after pages oldest first: add --oldest-first, or page newest first with --before")
+	case c.Before != 0 && c.OldestFirst:
+		return usagef("ls: --before pages newest first: leave out --oldest-first, or page oldest first with --after")
+	case c.Before < 0 || c.After < 0:
+		return usagef("ls: --before and --after take a job id, not a negative number")
 	}
 	jobs, err := c.list(ctx, q)
 	if err != nil {
@@ -56,11 +78,20 @@ func (c *lsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) err
 		return writeJSON(env.Stdout, jobs)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY\tTAGS\tPROGRESS")
+	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY\tTAGS\tPROGRESS\tCREATED\tRUN AT\tFINISHED")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			j.ID, safe(string(j.State)), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation,
-			safe(j.LockedBy), safe(strings.Join(j.Tags, ",")), progressText(j))
+			safe(j.LockedBy), safe(strings.Join(j.Tags, ",")), progressText(j), lsTime(j.CreatedAt), lsTime(j.RunAt), lsTime(j.FinishedAt))
 	}
 	return tw.Flush()
+}
+
+// lsTime is a time as the table shows it: RFC 3339 in UTC, to the second,
+// as lite workers shows its times; - for none.
+func lsTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }

@@ -9,7 +9,7 @@ import (
 
 // pauseCmd stops a queue's jobs from starting, in every process.
 type pauseCmd struct {
-	Queue string `arg:"" help:"The queue to pause; it need not have jobs yet."`
+	Queue string `arg:"" predictor:"queue" help:"The queue to pause; it need not have jobs yet."`
 }
 
 // Run pauses the queue: running jobs finish, and no new one starts until
@@ -23,7 +23,7 @@ func (c *pauseCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) 
 
 // resumeCmd lets a paused queue's jobs start again.
 type resumeCmd struct {
-	Queue string `arg:"" help:"The queue to resume."`
+	Queue string `arg:"" predictor:"queue" help:"The queue to resume."`
 }
 
 // Run resumes the queue.

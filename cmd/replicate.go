@@ -69,7 +69,7 @@ func (d *interval) Decode(ctx *kong.DecodeContext) error {
 	if err := ctx.Scan.PopValueInto("duration", &s); err != nil {
 		return err
 	}
-	v, err := time.ParseDuration(s)
+	v, err := parseDuration(s)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/liteq/lite/lite"
@@ -71,29 +69,14 @@ func parseKeep(s string) (time.Duration, error) {
 	case "default":
 		return 0, nil
 	}
-	const day = 24 * time.Hour
 	// KeepForever is the longest Duration: a retention must be shorter.
 	maxDays := int64(lite.KeepForever/day) - 1
-	tooLong := fmt.Errorf("%q is too long: at most %dd, or forever", s, maxDays)
-	var keep time.Duration
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseInt(days, 10, 64)
-		switch {
-		case errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(days, "-"), err == nil && n > maxDays:
-			return 0, tooLong
-		case err != nil:
-			return 0, fmt.Errorf("%q is not a whole number of days (such as 7d)", s)
-		}
-		keep = time.Duration(n) * day
-	} else {
-		d, err := time.ParseDuration(s)
-		switch {
-		case durationOverflows(s):
-			return 0, tooLong
-		case err != nil:
-			return 0, fmt.Errorf("%q is not a duration (such as 36h or 7d), forever or default", s)
-		}
-		keep = d
+	keep, err := parseDuration(s)
+	switch {
+	case errors.Is(err, errDurationTooLong), err == nil && keep > time.Duration(maxDays)*day:
+		return 0, fmt.Errorf("%q is too long: at most %dd, or forever", s, maxDays)
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a duration (such as 36h or 7d), forever or default", s)
 	}
 	switch {
 	case keep <= 0:

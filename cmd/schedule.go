@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,13 +27,18 @@ type scheduleAddCmd struct {
 	Name        string `arg:"" help:"The schedule's name."`
 	Spec        string `arg:"" help:"When it fires: five cron fields (\"30 6 * * 1-5\"), or @hourly, @daily, @weekly, @monthly, @every 5m."`
 	Kind        string `short:"k" required:"" help:"Kind of job each tick enqueues."`
-	Queue       string `short:"q" default:"default" help:"Queue each job goes to."`
+	Queue       string `short:"q" predictor:"queue" default:"default" help:"Queue each job goes to."`
 	Payload     string `help:"Each job's payload."`
 	PayloadFile string `name:"payload-file" type:"path" help:"Read each job's payload from this file; - reads standard input."`
 	TZ          string `name:"tz" help:"IANA time zone the spec's times are in (Europe/Berlin); default UTC."`
 	Priority    int    `short:"p" help:"Higher runs first."`
 	MaxAttempts int    `help:"Attempts before a job is dead (default 10)."`
 	UniqueKey   string `help:"Skip a tick while an unfinished job holds this key in the queue: runs never overlap."`
+}
+
+// Validate refuses a queue or kind no job can have.
+func (c *scheduleAddCmd) Validate() error {
+	return cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind))
 }
 
 // Run stores the schedule and prints its next run (--json: the schedule).

@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/cmd/proc"
@@ -54,7 +53,8 @@ type workCmd struct {
 // workerFlags configure the worker that runs a command once per job: lite
 // work's, and lite serve's when it is given a command.
 type workerFlags struct {
-	Queue       []string      `short:"q" sep:"none" placeholder:"NAME[=N]" help:"Queue to work, with N slots of its own (default -c), so a backlog in one queue never delays another; repeat for more (default: every queue, sharing -c slots)."`
+	Queue       []string      `short:"q" predictor:"queue" sep:"none" placeholder:"NAME[=N]" help:"Queue to work, with N slots of its own (default -c), so a backlog in one queue never delays another; repeat for more (default: every queue, sharing -c slots)."`
+	Kind        []string      `short:"k" sep:"none" placeholder:"KIND" help:"Lease only jobs of this kind; repeat for more (default: every kind)."`
 	Concurrency int           `short:"c" default:"4" help:"Jobs run at once: in all, or in each --queue given without =N."`
 	Heartbeat   time.Duration `default:"5s" help:"How often leases are renewed."`
 	StaleAfter  time.Duration `default:"30s" help:"How long a heartbeat may lapse before a job is reclaimed (at least three heartbeats)."`
@@ -112,6 +112,9 @@ func (c *workerFlags) validate(argv []string) error {
 		return err
 	}
 	c.queues = queues
+	if err := checkKinds(c.Kind); err != nil {
+		return err
+	}
 	if c.maxResult, err = parseSize(c.MaxResult); err != nil {
 		return fmt.Errorf("--max-result %q: %w", c.MaxResult, err)
 	}
@@ -150,8 +153,8 @@ func parseQueues(flags []string) (map[string]lite.QueueConfig, error) {
 		switch {
 		case name == "":
 			return nil, fmt.Errorf("--queue %q names no queue: give NAME or NAME=N", flag)
-		case strings.ContainsFunc(name, unicode.IsControl):
-			return nil, fmt.Errorf("--queue %q: the queue name contains a control character", flag)
+		case lite.CheckName(name) != nil:
+			return nil, fmt.Errorf("--queue %w", lite.CheckName(name))
 		case hasN:
 			v, err := strconv.Atoi(n)
 			if err != nil {
@@ -168,6 +171,25 @@ func parseQueues(flags []string) (map[string]lite.QueueConfig, error) {
 		queues[name] = cfg
 	}
 	return queues, nil
+}
+
+// checkKinds refuses a --kind that no job can have, or that the worker
+// would take for every kind, and one given twice.
+func checkKinds(kinds []string) error {
+	for i, kind := range kinds {
+		switch {
+		case kind == "":
+			return errors.New("--kind is empty: give a kind, or leave --kind out to work every kind")
+		case kind == lite.AnyKind:
+			return fmt.Errorf("--kind %q: leave --kind out to work every kind", kind)
+		case slices.Contains(kinds[:i], kind):
+			return fmt.Errorf("--kind %q is given twice", kind)
+		}
+		if err := lite.CheckName(kind); err != nil {
+			return fmt.Errorf("--kind %w", err)
+		}
+	}
+	return nil
 }
 
 // Run works until SIGINT, SIGTERM or SIGHUP (then shuts down gracefully;
@@ -213,7 +235,13 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Que
 	})
 	defer stopLog()
 	now := stopNow(ctx)
-	w.Handle(lite.AnyKind, c.handler(argv, log, g.DB, ctx.Done(), now))
+	h := c.handler(argv, log, g.DB, ctx.Done(), now)
+	if len(c.Kind) == 0 {
+		w.Handle(lite.AnyKind, h)
+	}
+	for _, kind := range c.Kind {
+		w.Handle(kind, h) // the worker then leases these kinds alone
+	}
 	if err := c.run(ctx, g, log, w); err != nil {
 		return err
 	}
@@ -247,7 +275,11 @@ func (c *workerFlags) logStart(log *slog.Logger, db string) {
 		}
 		queues = strings.Join(each, ",")
 	}
-	log.Info("lite: working", "db", lite.Redact(db), "queues", queues, "slots", slots)
+	kinds := "every kind"
+	if len(c.Kind) > 0 {
+		kinds = safe(strings.Join(c.Kind, ","))
+	}
+	log.Info("lite: working", "db", lite.Redact(db), "queues", queues, "slots", slots, "kinds", kinds)
 }
 
 // logEvent logs each job's start and end at debug level.

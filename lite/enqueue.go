@@ -83,6 +83,15 @@ func nameProblem(name string) string {
 	return ""
 }
 
+// CheckName says why name cannot be a job's queue or kind, or nil when it
+// can.
+func CheckName(name string) error {
+	if problem := nameProblem(name); problem != "" {
+		return fmt.Errorf("%q %s", name, problem)
+	}
+	return nil
+}
+
 // jobRow is a validated NewJob, ready to bind.
 type jobRow struct {
 	queue, kind string

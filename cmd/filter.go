@@ -1,0 +1,57 @@
+package cmd
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/alecthomas/kong"
+	"github.com/liteq/lite/lite"
+)
+
+// checkName refuses a queue or kind flag that no job can have, as a usage
+// error, before anything is read or stored.
+func checkName(flag, name string) error {
+	if err := lite.CheckName(name); err != nil {
+		return usagef("--%s %w", flag, err)
+	}
+	return nil
+}
+
+// checkTags refuses a --tag that no job can carry.
+func checkTags(tags []string) error {
+	for _, t := range tags {
+		if err := lite.CheckTag(t); err != nil {
+			return usageError{err}
+		}
+	}
+	return nil
+}
+
+// jobFilter is what the filter flags of ls, retry, cancel and delete
+// picked.
+type jobFilter struct {
+	states      []lite.State
+	queue, kind string
+	tags        []string
+}
+
+// check refuses a filter flag given with an empty value, which the
+// library reads as no filter: --queue "$QUEUE" with QUEUE unset would
+// list, or delete, the jobs of every queue. It refuses a name no job can
+// have, too.
+func (f jobFilter) check(kctx *kong.Context) error {
+	for _, flag := range []struct {
+		name  string
+		empty bool
+	}{
+		{"state", len(f.states) == 0 || slices.Contains(f.states, "")},
+		{"queue", f.queue == ""},
+		{"kind", f.kind == ""},
+		{"tag", len(f.tags) == 0 || slices.Contains(f.tags, "")},
+	} {
+		if flag.empty && flagGiven(kctx, flag.name) {
+			return usagef("--%s is empty: give a value, or leave the flag out not to filter on it", flag.name)
+		}
+	}
+	return cmp.Or(checkName("queue", f.queue), checkName("kind", f.kind), checkTags(f.tags))
+}
