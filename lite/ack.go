@@ -100,11 +100,18 @@ set state = 'done', result = unhex(a.value ->> 2), finished_at = ?
 from json_each(?) as a
 where lite_jobs.id = a.value ->> 0 and lite_jobs.generation = a.value ->> 1 and lite_jobs.state = 'running'
 returning lite_jobs.id, lite_jobs.generation`,
-	postgres: `update lite_jobs
-set state = 'done', result = decode(a.value ->> 2, 'hex'), finished_at = $1
-from jsonb_array_elements($2::jsonb) as a(value)
+	postgres: ackDoneManyPostgres("$1", "$2"),
+}
+
+// ackDoneManyPostgres is ackDoneManySQL's PostgreSQL text with its two
+// parameters, the time and the list, named as the caller numbers them: a
+// round (see ackAndLeaseSQL) runs it beside a lease.
+func ackDoneManyPostgres(now, list string) string {
+	return `update lite_jobs
+set state = 'done', result = decode(a.value ->> 2, 'hex'), finished_at = ` + now + `
+from jsonb_array_elements(` + list + `::jsonb) as a(value)
 where lite_jobs.id = (a.value ->> 0)::bigint and lite_jobs.generation = (a.value ->> 1)::bigint and lite_jobs.state = 'running'
-returning lite_jobs.id, lite_jobs.generation`,
+returning lite_jobs.id, lite_jobs.generation`
 }
 
 // AckDoneMany acks many leases done in one statement: a group commit.
@@ -114,7 +121,22 @@ returning lite_jobs.id, lite_jobs.generation`,
 // made one after another: a lease listed twice is acked by its first
 // entry, and a later entry gets ErrLeaseLost, as a second AckDone would.
 func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
-	results := make([]error, len(acks))
+	results, encoded, err := q.ackList(acks)
+	if err != nil {
+		return nil, fmt.Errorf("ack done: %w", err)
+	}
+	acked, err := q.matched(ctx, q.sql(ackDoneManySQL), func() []any { return []any{q.nowMillis(), encoded} })
+	if err != nil {
+		return nil, fmt.Errorf("ack done: %w", err)
+	}
+	return q.ackedResults(acks, results, acked), nil
+}
+
+// ackList checks a list of done-acks and encodes those that go to the
+// database as ackDoneManySQL's list. results holds an error for each ack
+// refused before it: a result too large, a lease listed earlier.
+func (q *Queue) ackList(acks []Done) (results []error, encoded string, err error) {
+	results = make([]error, len(acks))
 	list := make([][3]any, 0, len(acks))
 	// In one UPDATE ... FROM, a row that two entries match is updated by
 	// one of them, chosen by the database: a duplicate must not reach it.
@@ -136,14 +158,13 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 		}
 		list = append(list, [3]any{a.Lease.JobID, a.Lease.Generation, result})
 	}
-	encoded, err := json.Marshal(list)
-	if err != nil {
-		return nil, fmt.Errorf("ack done: %w", err)
-	}
-	acked, err := q.matched(ctx, q.sql(ackDoneManySQL), func() []any { return []any{q.nowMillis(), string(encoded)} })
-	if err != nil {
-		return nil, fmt.Errorf("ack done: %w", err)
-	}
+	b, err := json.Marshal(list)
+	return results, string(b), err
+}
+
+// ackedResults completes results with ErrLeaseLost for each ack sent
+// whose guard matched no row: its pair is not among those acked returned.
+func (q *Queue) ackedResults(acks []Done, results []error, acked map[[2]int64]bool) []error {
 	if len(acked) > 0 {
 		q.finishedSome()
 	}
@@ -152,7 +173,7 @@ func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 			results[i] = leaseLost(a.Lease)
 		}
 	}
-	return results, nil
+	return results
 }
 
 // Complete marks the leased job done with result, as AckDone does, and

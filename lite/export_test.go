@@ -105,3 +105,9 @@ func SetWaitPolls(watched, unwatched time.Duration) (restore func()) {
 // WaitReports counts the commits the waiters' shared watch relayed: on a
 // server, the first is its listener coming up.
 func WaitReports(q *Queue) int64 { return q.waiters.reports.Load() }
+
+// AckAndLease runs a worker's round on PostgreSQL (see round.go): acks
+// and a lease in one statement.
+func AckAndLease(ctx context.Context, q *Queue, acks []Done, req LeaseRequest) ([]error, []*Job, error) {
+	return q.ackAndLease(ctx, acks, req)
+}

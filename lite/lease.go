@@ -208,6 +208,51 @@ func (q *Queue) Lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 }
 
 func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
+	args, err := q.leaseArgs(&req)
+	if err != nil {
+		return nil, err
+	}
+	queues, byKind := filterFor(req.Queues), len(req.Kinds) > 0
+	texts := leaseSQLs[queues][b2i(byKind)]
+	jobs, err := q.leaseOutsideTx(ctx, q.sql(texts[1]), args)
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) == 0 {
+		query := q.sql(texts[0])
+		err = q.underFlow(ctx, query, nullList(req.Queues), sql.NullInt64{}, req.StaleAfter, func(c queryer) error {
+			jobs, err = leaseRows(ctx, c, query, args())
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sortLeased(jobs)
+	return jobs, nil
+}
+
+// sortLeased puts jobs in lease order: returning gives no order, and jobs
+// are handed out as the lease's walk chose them. Compare, never
+// subtract: priorities span all of int.
+func sortLeased(jobs []*Job) {
+	slices.SortFunc(jobs, func(a, b *Job) int {
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+// leaseArgs checks req, fills in its defaults, and returns a function
+// that gives the arguments of its lease statement: called once the
+// lease's lock is held, it sets the lease's time into them, so that a
+// lease that waited for the lock starts its jobs at the time it took
+// them, not lapsed already by the wait.
+func (q *Queue) leaseArgs(req *LeaseRequest) (func() []any, error) {
 	switch {
 	case req.Max < 0:
 		return nil, fmt.Errorf("negative Max %d", req.Max)
@@ -225,54 +270,22 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 	if req.LockedBy == "" {
 		req.LockedBy = q.opts.Identity
 	}
-	// The time goes in once the lease's lock is held (see withNow).
 	args := []any{req.LockedBy, nil, nil, req.StaleAfter.Milliseconds(), nil}
-	queues, byKind := filterFor(req.Queues), len(req.Kinds) > 0
-	switch queues {
+	switch filterFor(req.Queues) {
 	case oneQueue:
 		args = append(args, req.Queues[0])
 	case someQueues:
 		args = append(args, jsonList(req.Queues))
 	}
-	if byKind {
+	if len(req.Kinds) > 0 {
 		args = append(args, jsonList(req.Kinds))
 	}
 	args = append(args, req.Max)
-	// withNow sets the lease's time into args: called once its lock is
-	// held, so that a lease that waited for it starts its jobs at the time
-	// it took them, not lapsed already by the wait.
-	withNow := func() []any {
+	return func() []any {
 		now := q.nowMillis()
 		args[1], args[2], args[4] = now, now, now
 		return args
-	}
-	texts := leaseSQLs[queues][b2i(byKind)]
-	jobs, err := q.leaseOutsideTx(ctx, q.sql(texts[1]), withNow)
-	if err != nil {
-		return nil, err
-	}
-	if len(jobs) == 0 {
-		query := q.sql(texts[0])
-		err = q.underFlow(ctx, query, nullList(req.Queues), sql.NullInt64{}, req.StaleAfter, func(c queryer) error {
-			jobs, err = leaseRows(ctx, c, query, withNow())
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	// returning gives no order; hand jobs out as the subquery chose them.
-	// Compare, never subtract: priorities span all of int.
-	slices.SortFunc(jobs, func(a, b *Job) int {
-		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-			return c
-		}
-		if c := a.RunAt.Compare(b.RunAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	return jobs, nil
+	}, nil
 }
 
 // leaseOutsideTx runs query, a lease that takes nothing from a limited

@@ -40,9 +40,20 @@ func (r *run) key() leaseKey { return leaseKey{r.job.ID, r.job.Generation} }
 // lane that leased it. A run of the same job under an older lease is
 // stopped: the new lease proves the old one lost.
 func (w *Worker) start(handlerCtx context.Context, l *lane, j *Job) *run {
+	return w.startIn(handlerCtx, l, j, nil)
+}
+
+// startIn is start in the slot of from, a run of l whose outcome has
+// committed (nil: in a free slot): the slot passes from one run to the
+// next under one lock, so that the loop never counts it free between
+// them and leases for it too.
+func (w *Worker) startIn(handlerCtx context.Context, l *lane, j *Job, from *run) *run {
 	r := &run{job: j, lane: l}
 	r.ctx, r.cancel = context.WithCancelCause(handlerCtx)
 	w.mu.Lock()
+	if from != nil {
+		w.vacate(from)
+	}
 	old := w.newest[j.ID]
 	w.active[r.key()] = r
 	l.busy++

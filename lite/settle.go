@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -166,9 +167,10 @@ type ackRequest struct {
 // in one transaction, so that under load a commit (and, with SyncFull, an
 // fsync) serves many jobs, and an idle worker's ack waits for nothing.
 type completer struct {
-	q    *Queue
-	reqs chan ackRequest
-	done chan struct{}
+	q      *Queue
+	reqs   chan ackRequest
+	done   chan struct{}
+	refill atomic.Pointer[refill] // leases in the acks' statement, when set and armed (see round.go)
 
 	mu     sync.RWMutex // held shared by acks in flight, exclusively by stop
 	closed bool
@@ -226,6 +228,16 @@ func (c *completer) run() {
 	}
 }
 
+// write commits acks: with a round's lease, if the worker has one armed.
+func (c *completer) write(ctx context.Context, acks []Done) ([]error, error) {
+	if r := c.refill.Load(); r != nil && r.armed.Load() {
+		if results, ok, err := r.round(ctx, acks); ok {
+			return results, err
+		}
+	}
+	return c.q.AckDoneMany(ctx, acks)
+}
+
 func (c *completer) commit(group []ackRequest) {
 	acks := make([]Done, len(group))
 	for i, r := range group {
@@ -234,7 +246,7 @@ func (c *completer) commit(group []ackRequest) {
 	// Acks run after their handlers ended, whatever the worker's context.
 	ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
 	defer cancel()
-	results, err := c.q.AckDoneMany(ctx, acks)
+	results, err := c.write(ctx, acks)
 	for i, r := range group {
 		switch {
 		case err != nil:

@@ -37,6 +37,7 @@ var statements = map[string]any{
 	"unfinishedSQL":       unfinishedSQL,
 	"leaseSet":            leaseSet,
 	"leaseSQLs":           leaseSQLs,
+	"ackAndLeaseSQLs":     ackAndLeaseSQLs,
 	"leaseByIDSQL":        leaseByIDSQL,
 	"whyNotLeasedSQL":     whyNotLeasedSQL,
 	"renewSQL":            renewSQL,
@@ -117,6 +118,7 @@ var onlyOn = map[string]engine{
 	"waitForLeasesSQL": enginePostgres,
 	"idleInTxSQL":      enginePostgres,
 	"lockTimeoutSQL":   enginePostgres,
+	"ackAndLeaseSQLs":  enginePostgres, // SQLite's writer rounds are its own
 }
 
 // Statement is one of lite's statements in both dialects, for lite_test.

@@ -37,6 +37,7 @@ type Worker struct {
 	goroutines sync.WaitGroup // every handler goroutine, abandoned ones too
 
 	acks     atomic.Pointer[completer]            // group commit of done-acks while running
+	refill   *refill                              // the group commits' leases, while Run's loop runs (PostgreSQL)
 	idleHook func()                               // tests: called after each round of leases, once the loop has decided how to wait
 	noWAL    bool                                 // tests: poll as if the WAL could not be watched
 	after    func(time.Duration) <-chan time.Time // time.After; tests: a timer they fire
@@ -215,7 +216,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	commits, stopFiring := w.startFiring(ctx, commits, poll)
+	w.refill = w.startRefill(handlerCtx)
 	w.loop(ctx, handlerCtx, watcher, commits, poll)
+	w.refill.stop()
 	stopFiring()
 	stopReclaims()
 	stopCleaning()
@@ -358,6 +361,7 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) bool {
 			w.start(handlerCtx, l, j)
 		}
 		l.backlog = err == nil && len(jobs) == free
+		w.refill.arm(l.backlog)
 		if err != nil {
 			l.retryIn = min(max(2*l.retryIn, leaseRetry), leaseRetryMax)
 			w.opts.Logger.Warn("lite: lease failed; retrying", "err", err, "in", l.retryIn)

@@ -4,18 +4,22 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/liteq/lite/lite"
+	_ "github.com/liteq/lite/lite/pg" // lite.Open of a postgres:// URL, for BenchmarkServerWorker
 	"github.com/matryer/is"
 )
 
 // testServer is the PostgreSQL server the tests may use; .ci/run starts
 // one. Without it the test is skipped, except in CI.
-func testServer(t *testing.T) string {
+func testServer(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("LITE_TEST_POSTGRES")
 	if u == "" {
@@ -87,4 +91,37 @@ func TestBenchServerMeasuresWithoutTheRightToCheckpointAndSaysSo(t *testing.T) {
 	is.NoErr(super.checkpoint(t.Context()))
 	is.True(!super.noCheckpoint)
 	is.Equal(warnings.String(), "")
+}
+
+// BenchmarkServerWorker drains b.N prefilled jobs on the server of
+// LITE_TEST_POSTGRES with a no-op handler, as lite bench's worker figures
+// do, in a fresh schema each time. Give it a fixed count, so that the
+// fill is not redone as b.N grows, and take turns with the code it is
+// compared with: -benchtime 20000x -count 6, then benchstat.
+func BenchmarkServerWorker(b *testing.B) {
+	dsn := testServer(b)
+	for _, c := range []int{16, 256} {
+		b.Run(fmt.Sprintf("concurrency-%d", c), func(b *testing.B) {
+			s, err := openPGServer(b.Context(), dsn, io.Discard, strconv.Quote)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.close()
+			r := &benchRun{c: &Flags{}, server: s, name: "postgres"}
+			q, db, err := r.open(b.Context(), "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.close(q, db)
+			if err := s.fill(b.Context(), q, b.N, lite.StateAvailable); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			rate, err := drain(b.Context(), q, c, time.Hour, int64(b.N), io.Discard)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(rate, "jobs/s")
+		})
+	}
 }

@@ -1,0 +1,146 @@
+package lite_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+// A worker's round on PostgreSQL acks and leases in one statement (see
+// round.go): each ack keeps its own guard and its own result, and the
+// lease its own.
+
+func TestARoundsStaleAckNeverTouchesTheSuccessorAndTheRestCommits(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock()
+	q, _ := onPostgres(t).mustOpen(t, clock)
+	ctx := t.Context()
+	stolen := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	kept := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	a := mustLeaseOne(t, q, "q")
+	c := mustLeaseOne(t, q, "q")
+	is.Equal(a.ID, stolen)
+	_, err := q.ReleaseUnowned(ctx, stolen)
+	is.NoErr(err)
+	b := mustLeaseOne(t, q, "q") // the successor
+	is.True(b.Generation > a.Generation)
+	next := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	running := mustGet(t, q, stolen)
+	clock.Advance(time.Second)
+
+	results, jobs, err := lite.AckAndLease(ctx, q,
+		[]lite.Done{{Lease: a.Lease(), Result: []byte("A")}, {Lease: c.Lease(), Result: []byte("C")}},
+		lite.LeaseRequest{Queues: []string{"q"}, Max: 2, LockedBy: "worker-a"})
+	is.NoErr(err)
+	is.True(errors.Is(results[0], lite.ErrLeaseLost)) // A's ack: its lease is B's now
+	is.NoErr(results[1])
+	is.Equal(mustGet(t, q, stolen), running) // B's running row, untouched
+	done := mustGet(t, q, kept)
+	is.Equal(done.State, lite.StateDone)
+	is.Equal(string(done.Result), "C")
+	// The lease took the one job available, under a fresh lease, and
+	// neither the running job nor the one just acked.
+	is.Equal(len(jobs), 1)
+	is.Equal(jobs[0].ID, next)
+	is.Equal(jobs[0].State, lite.StateRunning)
+	is.Equal(jobs[0].Generation, int64(1))
+	is.Equal(jobs[0].LockedBy, "worker-a")
+	is.Equal(mustGet(t, q, next).LeaseToken, jobs[0].LeaseToken)
+}
+
+func TestARoundsSecondAckOfOneLeaseChangesNothing(t *testing.T) {
+	is := is.New(t)
+	clock := newFakeClock()
+	q, _ := onPostgres(t).mustOpen(t, clock)
+	ctx := t.Context()
+	id := mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	a := mustLeaseOne(t, q, "q")
+	is.NoErr(q.AckDone(ctx, a.Lease(), []byte("first")))
+	before := mustGet(t, q, id)
+	clock.Advance(time.Second)
+
+	results, jobs, err := lite.AckAndLease(ctx, q, []lite.Done{{Lease: a.Lease(), Result: []byte("second")}},
+		lite.LeaseRequest{Queues: []string{"q"}, Max: 1})
+	is.NoErr(err)
+	is.True(errors.Is(results[0], lite.ErrLeaseLost))
+	is.Equal(len(jobs), 0) // the done job is not available
+	is.Equal(mustGet(t, q, id), before)
+}
+
+func TestARoundLeasesNothingFromAQueueWithLimits(t *testing.T) {
+	is := is.New(t)
+	q, _ := onPostgres(t).mustOpen(t, newFakeClock())
+	ctx := t.Context()
+	mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	is.NoErr(q.SetLimits(ctx, "q", lite.Limits{MaxRunning: 5}))
+	_, jobs, err := lite.AckAndLease(ctx, q, nil, lite.LeaseRequest{Queues: []string{"q"}, Max: 1})
+	is.NoErr(err)
+	is.Equal(len(jobs), 0) // the worker's loop leases it, under the queue's lock
+}
+
+func TestAWorkerOnPostgresRunsEachJobOnceAndNeverMoreHandlersThanItsConcurrency(t *testing.T) {
+	is := is.New(t)
+	q, _ := onPostgres(t).mustOpen(t, nil)
+	const jobs, concurrency = 600, 8
+	batch := make([]lite.NewJob, jobs)
+	for i := range batch {
+		batch[i] = lite.NewJob{Queue: "q"}
+	}
+	_, err := q.EnqueueBatch(t.Context(), batch)
+	is.NoErr(err)
+	var (
+		mu             sync.Mutex
+		ran            = map[int64]int{}
+		inside, most   atomic.Int64
+		done           atomic.Int64
+		all            = make(chan struct{})
+		fullSlotsSeen  atomic.Bool
+		negativeFreeAt atomic.Int64
+	)
+	w, err := lite.NewWorker(q, lite.WorkerOptions{Concurrency: concurrency, OnEvent: func(ev lite.Event) {
+		if ev.Kind == lite.EventDone && done.Add(1) == jobs {
+			close(all)
+		}
+	}})
+	is.NoErr(err)
+	w.Handle(lite.AnyKind, func(_ context.Context, j *lite.Job) error {
+		n := inside.Add(1)
+		defer inside.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if free := lite.FreeSlots(w)[""]; free < 0 {
+			negativeFreeAt.Store(j.ID)
+		} else if free == 0 {
+			fullSlotsSeen.Store(true)
+		}
+		mu.Lock()
+		ran[j.ID]++
+		mu.Unlock()
+		return nil
+	})
+	ctx, stop := context.WithCancel(t.Context())
+	ran2 := make(chan struct{})
+	go func() { w.Run(ctx); close(ran2) }()
+	select {
+	case <-all:
+	case <-time.After(time.Minute):
+		t.Fatalf("%d of %d jobs done in a minute", done.Load(), jobs)
+	}
+	stop()
+	<-ran2
+	is.Equal(len(ran), jobs)
+	for id, n := range ran {
+		if n != 1 {
+			t.Errorf("job %d ran %d times", id, n)
+		}
+	}
+	is.True(most.Load() <= concurrency)
+	is.Equal(negativeFreeAt.Load(), int64(0)) // no slot was given out twice
+	is.True(fullSlotsSeen.Load())
+}
