@@ -105,3 +105,17 @@ func SetWaitPolls(watched, unwatched time.Duration) (restore func()) {
 // WaitReports counts the commits the waiters' shared watch relayed: on a
 // server, the first is its listener coming up.
 func WaitReports(q *Queue) int64 { return q.waiters.reports.Load() }
+
+// HoldRounds makes q's writer run a round that waits, and returns once it
+// runs: writes handed in meanwhile gather for the next round. waiting says
+// how many are waiting; release lets the held round commit.
+func HoldRounds(q *Queue) (waiting func() int, release func()) {
+	running, hold := make(chan struct{}), make(chan struct{})
+	go q.rounds.do(func(conn) error {
+		close(running)
+		<-hold
+		return nil
+	}, false)
+	<-running
+	return func() int { return len(q.rounds.reqs) }, func() { close(hold) }
+}
