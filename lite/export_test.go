@@ -44,7 +44,7 @@ func FreeSlots(w *Worker) map[string]int {
 	defer w.mu.Unlock()
 	free := map[string]int{}
 	for _, l := range w.lanes {
-		free[strings.Join(l.queues, ",")] = l.slots - l.busy
+		free[strings.Join(l.queues, ",")] = l.free()
 	}
 	return free
 }

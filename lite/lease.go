@@ -29,6 +29,10 @@ type LeaseRequest struct {
 	// lease, so a reclaimer with other settings honours it. Default
 	// DefaultStaleAfter.
 	StaleAfter time.Duration
+
+	// slots, when set, is Max as the lease's round finds it once its lock
+	// is held: a worker's free slots, with those the round's acks freed.
+	slots func() int
 }
 
 // DefaultStaleAfter is a lease's StaleAfter when the request gives none:
@@ -244,6 +248,9 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 	withNow := func(c queryer) []any {
 		now := q.nowOn(c).UnixMilli()
 		args[1], args[2], args[4] = now, now, now
+		if req.slots != nil {
+			args[len(args)-1] = max(req.slots(), 0)
+		}
 		return args
 	}
 	texts := leaseSQLs[queues][b2i(byKind)]

@@ -522,6 +522,16 @@ func (q *Queue) writeIn(ctx context.Context, query string, unsynced bool, fn fun
 	if err := q.prepareForTx(ctx, query); err != nil {
 		return err
 	}
+	if written, ok := ctx.Value(writtenKey{}).(func()); ok {
+		write := fn
+		fn = func(c conn) error {
+			err := write(c)
+			if err == nil {
+				written()
+			}
+			return err
+		}
+	}
 	if err := q.rounds.do(fn, unsynced); !errors.Is(err, errRoundsStopped) {
 		return err
 	}

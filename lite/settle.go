@@ -20,6 +20,7 @@ const ackTimeout = 30 * time.Second
 func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), ackTimeout)
 	defer cancel()
+	ctx = context.WithValue(ctx, writtenKey{}, func() { w.written(r) })
 	l := r.job.Lease()
 	ev := Event{JobID: r.job.ID, Job: r.job, Generation: l.Generation, Elapsed: elapsed}
 	var snooze *SnoozeError
@@ -250,6 +251,25 @@ func (c *completer) commit(group []ackRequest) {
 		default:
 			r.reply <- nil
 		}
+	}
+}
+
+// writtenKey holds, in a settling run's context, what its write calls once
+// its statements matched in its round, before the round commits.
+type writtenKey struct{}
+
+// written counts r's slot as free for a lease in the round that wrote its
+// outcome (see lane.written), and wakes the loop to lease for it.
+func (w *Worker) written(r *run) {
+	w.mu.Lock()
+	if !r.vacated && !r.written {
+		r.written = true
+		r.lane.written++
+	}
+	w.mu.Unlock()
+	select {
+	case w.freed <- struct{}{}:
+	default:
 	}
 }
 
