@@ -111,7 +111,7 @@ func WaitReports(q *Queue) int64 { return q.waiters.reports.Load() }
 // how many are waiting; release lets the held round commit.
 func HoldRounds(q *Queue) (waiting func() int, release func()) {
 	running, hold := make(chan struct{}), make(chan struct{})
-	go q.rounds.do(func(conn) error {
+	go q.rounds.do(context.Background(), func(conn) error {
 		close(running)
 		<-hold
 		return nil

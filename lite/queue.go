@@ -532,7 +532,7 @@ func (q *Queue) writeIn(ctx context.Context, query string, unsynced bool, fn fun
 			return err
 		}
 	}
-	if err := q.rounds.do(fn, unsynced); !errors.Is(err, errRoundsStopped) {
+	if err := q.rounds.do(ctx, fn, unsynced); !errors.Is(err, errRoundsStopped) {
 		return err
 	}
 	asked := q.nowMillis()

@@ -1,6 +1,7 @@
 package lite_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"sync"
@@ -78,4 +79,41 @@ func TestEachWriteOfARoundKeepsItsOwnResult(t *testing.T) {
 	is.Equal(states[jobs[0].ID], lite.StateRunning)
 	is.Equal(states[jobs[1].ID], lite.StateDone)
 	is.Equal(states[jobs[2].ID], lite.StateAvailable)
+}
+
+// TestAWriteWhoseCallerGaveUpFailsAlone pins that a write whose context
+// ends while it waits for its round is not run, and fails with its
+// context's error, while the writes beside it commit.
+func TestAWriteWhoseCallerGaveUpFailsAlone(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	q, _ := mustOpen(t, newFakeClock())
+	id := mustEnqueue(t, q, lite.NewJob{Kind: "k"})
+	jobs, err := q.Lease(ctx, lite.LeaseRequest{})
+	is.NoErr(err)
+	is.Equal(len(jobs), 1)
+	// Prepared before the round is held, which preparing would wait for.
+	is.True(errors.Is(q.AckDone(ctx, lite.Lease{JobID: id + 1}, nil), lite.ErrLeaseLost))
+
+	waiting, release := lite.HoldRounds(q)
+	gaveUp, giveUp := context.WithCancel(ctx)
+	var enqueued, acked error
+	var wg sync.WaitGroup
+	wg.Go(func() { _, enqueued = q.Enqueue(gaveUp, lite.NewJob{Kind: "late"}) })
+	wg.Go(func() { acked = q.AckDone(ctx, jobs[0].Lease(), nil) })
+	for waiting() < 2 {
+		time.Sleep(time.Millisecond) // until both writes are handed in
+	}
+	giveUp()
+	release()
+	wg.Wait()
+
+	is.True(errors.Is(enqueued, context.Canceled))
+	is.NoErr(acked)
+	got, err := q.Get(ctx, id)
+	is.NoErr(err)
+	is.Equal(got.State, lite.StateDone)
+	var late int
+	is.NoErr(q.DB().QueryRowContext(ctx, `select count(*) from lite_jobs where kind = 'late'`).Scan(&late))
+	is.Equal(late, 0) // the enqueue that gave up wrote nothing
 }

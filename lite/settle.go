@@ -278,6 +278,7 @@ const maxRound = 512
 
 // roundItem is one write waiting for a round of the writer (see rounds).
 type roundItem struct {
+	ctx      context.Context // its caller's: one that gave up is not run
 	fn       func(c conn) error
 	unsynced bool  // a lease: its commit need not sync (see leaseWithoutSync)
 	asked    int64 // ms: when it was handed in, for noteWait
@@ -311,15 +312,16 @@ func newRounds(q *Queue) *rounds {
 // errRoundsStopped sends a write the direct way: the queue is closing.
 var errRoundsStopped = errors.New("rounds stopped")
 
-// do runs fn in the next round and returns its own result.
-func (r *rounds) do(fn func(c conn) error, unsynced bool) error {
+// do runs fn in the next round and returns its own result; fn's
+// statements run with ctx.
+func (r *rounds) do(ctx context.Context, fn func(c conn) error, unsynced bool) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
 		return errRoundsStopped
 	}
 	r.start.Do(func() { go r.run() })
-	it := &roundItem{fn: fn, unsynced: unsynced, asked: r.q.nowMillis(), done: make(chan struct{})}
+	it := &roundItem{ctx: ctx, fn: fn, unsynced: unsynced, asked: r.q.nowMillis(), done: make(chan struct{})}
 	r.reqs <- it
 	<-it.done
 	return it.err
@@ -412,11 +414,11 @@ func (q *Queue) round(items []*roundItem) (again []*roundItem) {
 		q.noteWait(asked, q.nowMillis())
 		c := roundConn{tx, q.opts.Now()}
 		if len(items) == 1 {
-			items[0].err = items[0].fn(c)
+			items[0].err = items[0].run(c)
 			return items[0].err
 		}
 		for i, it := range items {
-			if err := q.savepointed(ctx, tx, func() error { return it.fn(c) }, &it.err); err != nil {
+			if err := q.savepointed(ctx, tx, func() error { return it.run(c) }, &it.err); err != nil {
 				again = append(slices.Clip(items[:i]), items[i+1:]...)
 				for _, other := range again {
 					other.err = nil
@@ -434,6 +436,17 @@ func (q *Queue) round(items []*roundItem) (again []*roundItem) {
 		close(it.done)
 	}
 	return again
+}
+
+// run runs the write, unless its caller gave up waiting for its round: a
+// statement cancelled as it runs would roll back the round's transaction
+// (an interrupted SQLite write ends it) and make every other write run
+// again.
+func (it *roundItem) run(c conn) error {
+	if err := it.ctx.Err(); err != nil {
+		return err
+	}
+	return it.fn(c)
 }
 
 // savepointed runs fn in a savepoint, its error into *own, rolled back to
