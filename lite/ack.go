@@ -81,7 +81,7 @@ func (q *Queue) ackDone(ctx context.Context, c conn, l Lease, result []byte) err
 	if len(result) == 0 {
 		result = nil // an empty result is no result, stored as null
 	}
-	res, err := c.ExecContext(ctx, q.sql(ackDoneSQL), result, q.nowMillis(), l.JobID, l.Generation)
+	res, err := c.ExecContext(ctx, q.sql(ackDoneSQL), result, q.nowOn(c).UnixMilli(), l.JobID, l.Generation)
 	return checkOwned(res, err, l)
 }
 
@@ -196,10 +196,7 @@ func (q *Queue) complete(ctx context.Context, l Lease, result []byte, writes fun
 	if err := q.checkResult(l, result); err != nil {
 		return err
 	}
-	if _, err := q.stmts.prepare(ctx, q.sql(ackDoneSQL)); err != nil {
-		return classify(err)
-	}
-	err := q.withTx(ctx, func(tx txConn) error {
+	err := q.writeTx(ctx, q.sql(ackDoneSQL), func(tx txConn) error {
 		if err := q.ackDone(ctx, tx, l, result); err != nil || writes == nil {
 			return err
 		}
@@ -361,11 +358,8 @@ func (q *Queue) failAttempt(ctx context.Context, l Lease, cause error, writes fu
 	if writes == nil {
 		return q.recordFailureNow(ctx, l, cause)
 	}
-	if err := q.prepareForTx(ctx, q.sql(ackFailedSQL)); err != nil {
-		return Failure{}, classify(err)
-	}
 	var f Failure
-	err := q.withTx(ctx, func(tx txConn) (err error) {
+	err := q.writeTx(ctx, q.sql(ackFailedSQL), func(tx txConn) (err error) {
 		if f, err = q.recordFailure(ctx, tx, l, cause); err != nil {
 			return err
 		}
@@ -407,7 +401,7 @@ func (q *Queue) recordFailure(ctx context.Context, c conn, l Lease, cause error)
 	if cause != nil {
 		msg = cutError(cause.Error())
 	}
-	now := q.opts.Now()
+	now := q.nowOn(c)
 	retryAt := now.Add(q.opts.Backoff(l.Attempt)).UnixMilli()
 	permanent := IsPermanent(cause)
 	f := Failure{Err: cause}
@@ -466,8 +460,11 @@ where id = $1 and generation = $2 and state = 'running'`,
 // it. With a lost lease it returns a *LeaseLostError (ErrLeaseLost) and
 // changes nothing.
 func (q *Queue) Release(ctx context.Context, l Lease) error {
-	res, err := q.writer().ExecContext(ctx, q.sql(releaseSQL), l.JobID, l.Generation)
-	if err := checkOwned(res, err, l); err != nil {
+	err := q.write(ctx, q.sql(releaseSQL), func(c conn) error {
+		res, err := c.ExecContext(ctx, q.sql(releaseSQL), l.JobID, l.Generation)
+		return checkOwned(res, err, l)
+	})
+	if err != nil {
 		return fmt.Errorf("release: %w", q.explainLoss(ctx, classify(err), l))
 	}
 	q.notify()
@@ -533,7 +530,7 @@ func (q *Queue) snooze(ctx context.Context, l Lease, d time.Duration) (time.Time
 	}
 	var runAt int64
 	err := q.write(ctx, q.sql(snoozeSQL), func(c conn) error {
-		runAt = q.opts.Now().Add(d).UnixMilli()
+		runAt = q.nowOn(c).Add(d).UnixMilli()
 		res, err := c.ExecContext(ctx, q.sql(snoozeSQL), runAt, l.JobID, l.Generation)
 		return checkOwned(res, err, l)
 	})

@@ -189,7 +189,7 @@ func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (int64, error) {
 	for range 3 {
 		var id int64
 		err := c.QueryRowContext(ctx, q.sql(insertJobSQL), r.queue, r.kind, r.payload, r.priority, r.runAt,
-			r.maxAttempts, r.uniqueKey, q.nowMillis(), orEmpty(r.tags, emptyTags), orEmpty(r.meta, emptyMeta)).Scan(&id)
+			r.maxAttempts, r.uniqueKey, q.nowOn(c).UnixMilli(), orEmpty(r.tags, emptyTags), orEmpty(r.meta, emptyMeta)).Scan(&id)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return id, err
 		}

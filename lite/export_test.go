@@ -44,7 +44,7 @@ func FreeSlots(w *Worker) map[string]int {
 	defer w.mu.Unlock()
 	free := map[string]int{}
 	for _, l := range w.lanes {
-		free[strings.Join(l.queues, ",")] = l.slots - l.busy
+		free[strings.Join(l.queues, ",")] = l.free()
 	}
 	return free
 }
@@ -110,4 +110,18 @@ func WaitReports(q *Queue) int64 { return q.waiters.reports.Load() }
 // and a lease in one statement.
 func AckAndLease(ctx context.Context, q *Queue, acks []Done, req LeaseRequest) ([]error, []*Job, error) {
 	return q.ackAndLease(ctx, acks, req)
+}
+
+// HoldRounds makes q's writer run a round that waits, and returns once it
+// runs: writes handed in meanwhile gather for the next round. waiting says
+// how many are waiting; release lets the held round commit.
+func HoldRounds(q *Queue) (waiting func() int, release func()) {
+	running, hold := make(chan struct{}), make(chan struct{})
+	go q.rounds.do(context.Background(), func(conn) error {
+		close(running)
+		<-hold
+		return nil
+	}, false)
+	<-running
+	return func() int { return len(q.rounds.reqs) }, func() { close(hold) }
 }

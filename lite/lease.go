@@ -29,6 +29,10 @@ type LeaseRequest struct {
 	// lease, so a reclaimer with other settings honours it. Default
 	// DefaultStaleAfter.
 	StaleAfter time.Duration
+
+	// slots, when set, is Max as the lease's round finds it once its lock
+	// is held: a worker's free slots, with those the round's acks freed.
+	slots func() int
 }
 
 // DefaultStaleAfter is a lease's StaleAfter when the request gives none:
@@ -214,14 +218,14 @@ func (q *Queue) lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
 	}
 	queues, byKind := filterFor(req.Queues), len(req.Kinds) > 0
 	texts := leaseSQLs[queues][b2i(byKind)]
-	jobs, err := q.leaseOutsideTx(ctx, q.sql(texts[1]), args)
+	jobs, err := q.leaseOutsideTx(ctx, q.sql(texts[1]), func() []any { return args(q.writer()) })
 	if err != nil {
 		return nil, err
 	}
 	if len(jobs) == 0 {
 		query := q.sql(texts[0])
 		err = q.underFlow(ctx, query, nullList(req.Queues), sql.NullInt64{}, req.StaleAfter, func(c queryer) error {
-			jobs, err = leaseRows(ctx, c, query, args())
+			jobs, err = leaseRows(ctx, c, query, args(c))
 			return err
 		})
 		if err != nil {
@@ -252,7 +256,7 @@ func sortLeased(jobs []*Job) {
 // lease's lock is held, it sets the lease's time into them, so that a
 // lease that waited for the lock starts its jobs at the time it took
 // them, not lapsed already by the wait.
-func (q *Queue) leaseArgs(req *LeaseRequest) (func() []any, error) {
+func (q *Queue) leaseArgs(req *LeaseRequest) (func(c queryer) []any, error) {
 	switch {
 	case req.Max < 0:
 		return nil, fmt.Errorf("negative Max %d", req.Max)
@@ -281,9 +285,12 @@ func (q *Queue) leaseArgs(req *LeaseRequest) (func() []any, error) {
 		args = append(args, jsonList(req.Kinds))
 	}
 	args = append(args, req.Max)
-	return func() []any {
-		now := q.nowMillis()
+	return func(c queryer) []any {
+		now := q.nowOn(c).UnixMilli()
 		args[1], args[2], args[4] = now, now, now
+		if req.slots != nil {
+			args[len(args)-1] = max(req.slots(), 0)
+		}
 		return args
 	}, nil
 }
@@ -565,11 +572,8 @@ for update`,
 // held. staleAfter is the lease's promise, which bounds how long a host
 // frozen inside the transaction may hold the lock (see idleInTxSQL).
 func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullString, id sql.NullInt64, staleAfter time.Duration, lease func(queryer) error) error {
-	if q.leaseWithoutSync() {
-		return q.underNormalSync(ctx, query, lease)
-	}
 	if !q.engine.onServer() {
-		return q.write(ctx, query, func(c conn) error { return lease(c) })
+		return q.writeIn(ctx, query, true, func(c conn) error { return lease(c) })
 	}
 	// As on the writer, a statement that has started runs to its end: a
 	// cancel that cut the lease short could leave its row locks held by a
@@ -631,7 +635,16 @@ func (q *Queue) leaseWithoutSync() bool {
 	return !q.engine.onServer() && q.owned && q.opts.Synchronous == SyncFull
 }
 
-// underNormalSync runs lease, whose statement is query, in a transaction on the writer that commits
+// roundTx runs fn in one transaction on the writer; with unsynced, one
+// that commits without a sync (see underNormalSync).
+func (q *Queue) roundTx(ctx context.Context, unsynced bool, fn func(tx txConn) error) error {
+	if unsynced {
+		return q.underNormalSync(ctx, fn)
+	}
+	return q.withTx(ctx, fn)
+}
+
+// underNormalSync runs fn, a round of leases alone, in a transaction on the writer that commits
 // with synchronous=NORMAL, then sets the writer back to FULL before anyone
 // else may use it: the connection stays held throughout, so no enqueue or
 // ack ever commits at the lower level. SQLite refuses to change the level
@@ -645,14 +658,9 @@ func (q *Queue) leaseWithoutSync() bool {
 // crash of the worker: fencing refuses whatever the lost lease's holder
 // still writes, and the job runs again. Skipping the sync takes one fsync
 // (1.8 to 3.4 ms on this machine) off the latency from enqueue to start.
-func (q *Queue) underNormalSync(ctx context.Context, query string, lease func(queryer) error) error {
+func (q *Queue) underNormalSync(ctx context.Context, fn func(tx txConn) error) error {
 	ctx, err := uncancelled(ctx)
 	if err != nil {
-		return err
-	}
-	// Prepared before the writer is held, which preparing would wait for,
-	// so that the transaction reuses the statement rather than parse it.
-	if _, err := q.stmts.prepare(ctx, query); err != nil {
 		return err
 	}
 	c, err := q.w.Conn(ctx)
@@ -669,7 +677,7 @@ func (q *Queue) underNormalSync(ctx context.Context, query string, lease func(qu
 			return fmt.Errorf("begin: %w", err)
 		}
 		defer tx.Rollback()
-		if err := lease(txConn{tx: tx, stmts: &q.stmts}); err != nil {
+		if err := fn(txConn{tx: tx, stmts: &q.stmts}); err != nil {
 			return err
 		}
 		if err := tx.Commit(); err != nil {

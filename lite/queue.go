@@ -153,6 +153,7 @@ type Queue struct {
 	app    *sql.DB // what DB returns: the caller's own; lite never uses it
 	owned  bool
 	stmts  stmtCache
+	rounds *rounds // the writer's rounds, on a file; nil on a server
 	wakeup wakeup
 	sched  wakeup    // schedules changed in this process
 	obs    observers // see ObserveEvents
@@ -261,6 +262,7 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 		return nil, err
 	}
 	q := &Queue{opts: opts, path: path, w: w, r: r, app: app, owned: true, stmts: stmtCache{db: w}}
+	q.rounds = newRounds(q)
 	if err := q.migrate(ctx); err != nil {
 		q.Close()
 		return nil, err
@@ -280,6 +282,7 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 		return nil, fmt.Errorf("new queue: %w", err)
 	}
 	q := &Queue{opts: opts, w: db, r: db, app: db, stmts: stmtCache{db: db}}
+	q.rounds = newRounds(q)
 	if err := q.migrate(ctx); err != nil {
 		q.stmts.close()
 		return nil, fmt.Errorf("new queue: %w", err)
@@ -306,6 +309,9 @@ func (q *Queue) DB() *sql.DB { return q.app }
 func (q *Queue) Close() error {
 	var err error
 	q.closed.Do(func() {
+		if q.rounds != nil {
+			q.rounds.stop()
+		}
 		q.notes.Wait()
 		q.stmts.close()
 		if q.owned {
@@ -485,8 +491,10 @@ func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
 }
 
 // write runs fn, one write whose statement is query, so that the time fn
-// reads from the clock (once) comes after the write's lock is held. On a
-// file that is a transaction on the writer, begun IMMEDIATE: a write that
+// reads from the clock comes after the write's lock is held (nowOn: its
+// round's one reading). On a file that is a round of the writer's (see rounds): a
+// transaction on the writer, begun IMMEDIATE, shared with the other writes
+// waiting, each of them fenced and answered on its own. A write that
 // waited for another process's lock (an app's transaction, a long purge)
 // longer than a lease's stale-after must not store the time from before
 // the wait, or its lease would commit lapsed. On a server it is the one
@@ -496,6 +504,12 @@ func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
 // then reads the row as that transaction left it (its time older by that
 // wait).
 func (q *Queue) write(ctx context.Context, query string, fn func(c conn) error) error {
+	return q.writeIn(ctx, query, false, fn)
+}
+
+// writeIn is write, for a lease when unsynced is set: a round of leases
+// alone may commit without a sync (see leaseWithoutSync).
+func (q *Queue) writeIn(ctx context.Context, query string, unsynced bool, fn func(c conn) error) error {
 	if q.engine.onServer() {
 		// Refused before it runs, with the reason, inside ack writes.
 		if _, err := uncancelled(ctx); err != nil {
@@ -508,10 +522,42 @@ func (q *Queue) write(ctx context.Context, query string, fn func(c conn) error) 
 	if err := q.prepareForTx(ctx, query); err != nil {
 		return err
 	}
+	if written, ok := ctx.Value(writtenKey{}).(func()); ok {
+		write := fn
+		fn = func(c conn) error {
+			err := write(c)
+			if err == nil {
+				written()
+			}
+			return err
+		}
+	}
+	if err := q.rounds.do(ctx, fn, unsynced); !errors.Is(err, errRoundsStopped) {
+		return err
+	}
 	asked := q.nowMillis()
-	return q.withTx(ctx, func(tx txConn) error {
+	return q.roundTx(ctx, unsynced && q.leaseWithoutSync(), func(tx txConn) error {
 		q.noteWait(asked, q.nowMillis())
 		return fn(tx)
+	})
+}
+
+// writeTx is write for fn that needs the transaction itself (the caller's
+// writes of Complete and Fail): on a server, a transaction of its own.
+func (q *Queue) writeTx(ctx context.Context, query string, fn func(tx txConn) error) error {
+	if q.engine.onServer() {
+		if err := q.prepareForTx(ctx, query); err != nil {
+			return err
+		}
+		return q.withTx(ctx, fn)
+	}
+	return q.write(ctx, query, func(c conn) error {
+		switch c := c.(type) {
+		case roundConn:
+			return fn(c.txConn)
+		default:
+			return fn(c.(txConn))
+		}
 	})
 }
 

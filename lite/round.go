@@ -140,7 +140,7 @@ func (q *Queue) ackAndLease(ctx context.Context, acks []Done, req LeaseRequest) 
 		return nil, nil, err
 	}
 	query := q.sql(ackAndLeaseSQLs[filterFor(req.Queues)][b2i(len(req.Kinds) > 0)])
-	acked, jobs, err := roundRows(ctx, q.writer(), query, append(args(), list))
+	acked, jobs, err := roundRows(ctx, q.writer(), query, append(args(q.writer()), list))
 	if err != nil {
 		return nil, nil, fmt.Errorf("ack done: %w", classify(err))
 	}

@@ -21,6 +21,7 @@ type run struct {
 	job     *Job
 	lane    *lane // whose slot it holds
 	vacated bool  // its slot is free again; guarded by Worker.mu
+	written bool  // its outcome is written in a round (see lane.written); guarded by Worker.mu
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	// settling is set once before anything is written for the run, by

@@ -1,9 +1,11 @@
 package lite
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +21,7 @@ const ackTimeout = 30 * time.Second
 func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), ackTimeout)
 	defer cancel()
+	ctx = context.WithValue(ctx, writtenKey{}, func() { w.written(r) })
 	l := r.job.Lease()
 	ev := Event{JobID: r.job.ID, Job: r.job, Generation: l.Generation, Elapsed: elapsed}
 	var snooze *SnoozeError
@@ -117,9 +120,13 @@ func (w *Worker) ackDone(ctx context.Context, l Lease, out settlement) error {
 	return w.q.AckDone(ctx, l, out.result)
 }
 
-// startAcks starts group commit for the worker's run; the returned stop
-// writes what is queued and ends it.
+// startAcks starts group commit for the worker's run on a server; the
+// returned stop writes what is queued and ends it. A file needs none: its
+// writer's rounds group every write (see rounds).
 func (w *Worker) startAcks() (stop func()) {
+	if !w.q.engine.onServer() {
+		return func() {}
+	}
 	c := w.q.startCompleter()
 	w.acks.Store(c)
 	return func() {
@@ -257,4 +264,214 @@ func (c *completer) commit(group []ackRequest) {
 			r.reply <- nil
 		}
 	}
+}
+
+// writtenKey holds, in a settling run's context, what its write calls once
+// its statements matched in its round, before the round commits.
+type writtenKey struct{}
+
+// written counts r's slot as free for a lease in the round that wrote its
+// outcome (see lane.written), and wakes the loop to lease for it.
+func (w *Worker) written(r *run) {
+	w.mu.Lock()
+	if !r.vacated && !r.written {
+		r.written = true
+		r.lane.written++
+	}
+	w.mu.Unlock()
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
+}
+
+// maxRound caps how many writes one round holds.
+const maxRound = 512
+
+// roundItem is one write waiting for a round of the writer (see rounds).
+type roundItem struct {
+	ctx      context.Context // its caller's: one that gave up is not run
+	fn       func(c conn) error
+	unsynced bool  // a lease: its commit need not sync (see leaseWithoutSync)
+	asked    int64 // ms: when it was handed in, for noteWait
+	err      error
+	done     chan struct{}
+}
+
+// rounds is a SQLite queue's writer: each round takes every write waiting
+// (acks, failures, snoozes, releases, renewals, enqueues, leases) into one
+// BEGIN IMMEDIATE and one commit, so that under load a commit (and, with
+// SyncFull, an fsync) serves many writes, and a write that arrives while a
+// round runs joins the next one rather than wait for the lock on its own.
+// Each write keeps its own statements and its own result: in a round of
+// more than one, each runs in a savepoint, so a write that fails (a lost
+// lease, a caller's failing CommitWithAck writes) leaves nothing and fails
+// no other.
+type rounds struct {
+	q    *Queue
+	reqs chan *roundItem
+	done chan struct{}
+
+	start  sync.Once
+	mu     sync.RWMutex // held shared by writes in flight, exclusively by stop
+	closed bool
+}
+
+func newRounds(q *Queue) *rounds {
+	return &rounds{q: q, reqs: make(chan *roundItem, maxRound), done: make(chan struct{})}
+}
+
+// errRoundsStopped sends a write the direct way: the queue is closing.
+var errRoundsStopped = errors.New("rounds stopped")
+
+// do runs fn in the next round and returns its own result; fn's
+// statements run with ctx.
+func (r *rounds) do(ctx context.Context, fn func(c conn) error, unsynced bool) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return errRoundsStopped
+	}
+	r.start.Do(func() { go r.run() })
+	it := &roundItem{ctx: ctx, fn: fn, unsynced: unsynced, asked: r.q.nowMillis(), done: make(chan struct{})}
+	r.reqs <- it
+	<-it.done
+	return it.err
+}
+
+// stop ends the rounds once every write handed in is done; later writes
+// get errRoundsStopped.
+func (r *rounds) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.closed = true
+	close(r.reqs)
+	started := true
+	r.start.Do(func() { started = false })
+	if started {
+		<-r.done
+	}
+}
+
+func (r *rounds) run() {
+	defer close(r.done)
+	for _, s := range []stmt{savepointSQL, releaseSPSQL, rollbackSPSQL} {
+		// Unprepared, a savepoint still runs: it is parsed each time.
+		_, _ = r.q.stmts.prepare(context.Background(), r.q.sql(s))
+	}
+	for first := range r.reqs {
+		items := []*roundItem{first}
+	gather:
+		for len(items) < maxRound {
+			select {
+			case it, ok := <-r.reqs:
+				if !ok {
+					break gather
+				}
+				items = append(items, it)
+			default:
+				break gather
+			}
+		}
+		// Leases go last, so that they take the slots the round's acks
+		// freed.
+		slices.SortStableFunc(items, func(a, b *roundItem) int { return cmp.Compare(b2i(a.unsynced), b2i(b.unsynced)) })
+		for len(items) > 0 {
+			items = r.q.round(items)
+		}
+	}
+}
+
+// roundConn is a round's transaction with the time it read once its lock
+// was held: every write of the round stores that time (see nowOn).
+type roundConn struct {
+	txConn
+	now time.Time
+}
+
+// nowOn is the time a write on c stores: its round's, read once the lock
+// was held, or else the clock's now.
+func (q *Queue) nowOn(c queryer) time.Time {
+	if rc, ok := c.(roundConn); ok {
+		return rc.now
+	}
+	return q.opts.Now()
+}
+
+// Savepoints of a round's writes. Prepared, as every statement of the
+// round: the round holds the writer, which preparing would wait for.
+var (
+	savepointSQL  = stmt{sqlite: `savepoint lite_write`}
+	releaseSPSQL  = stmt{sqlite: `release lite_write`}
+	rollbackSPSQL = stmt{sqlite: `rollback to lite_write`}
+)
+
+// round runs items in one transaction, each with its own result, and
+// finishes them. A write that ends the transaction itself (a statement
+// interrupted by its caller's cancel, a full disk) fails with its own
+// error, and the writes of the round that had none are handed back to run
+// in a round of their own.
+func (q *Queue) round(items []*roundItem) (again []*roundItem) {
+	ctx := context.Background()
+	asked := items[0].asked
+	unsynced := q.leaseWithoutSync()
+	for _, it := range items {
+		asked = min(asked, it.asked)
+		unsynced = unsynced && it.unsynced
+	}
+	err := q.roundTx(ctx, unsynced, func(tx txConn) error {
+		q.noteWait(asked, q.nowMillis())
+		c := roundConn{tx, q.opts.Now()}
+		if len(items) == 1 {
+			items[0].err = items[0].run(c)
+			return items[0].err
+		}
+		for i, it := range items {
+			if err := q.savepointed(ctx, tx, func() error { return it.run(c) }, &it.err); err != nil {
+				again = append(slices.Clip(items[:i]), items[i+1:]...)
+				for _, other := range again {
+					other.err = nil
+				}
+				items = items[i : i+1]
+				return err
+			}
+		}
+		return nil
+	})
+	for _, it := range items {
+		if it.err == nil {
+			it.err = err
+		}
+		close(it.done)
+	}
+	return again
+}
+
+// run runs the write, unless its caller gave up waiting for its round: a
+// statement cancelled as it runs would roll back the round's transaction
+// (an interrupted SQLite write ends it) and make every other write run
+// again.
+func (it *roundItem) run(c conn) error {
+	if err := it.ctx.Err(); err != nil {
+		return err
+	}
+	return it.fn(c)
+}
+
+// savepointed runs fn in a savepoint, its error into *own, rolled back to
+// on an error. It returns an error only if the transaction itself is gone.
+func (q *Queue) savepointed(ctx context.Context, tx txConn, fn func() error, own *error) error {
+	if _, err := tx.ExecContext(ctx, q.sql(savepointSQL)); err != nil {
+		return err
+	}
+	if *own = fn(); *own != nil {
+		if _, err := tx.ExecContext(ctx, q.sql(rollbackSPSQL)); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, q.sql(releaseSPSQL))
+	return err
 }

@@ -51,6 +51,9 @@ var statements = map[string]any{
 	"workersSQL":          workersSQL,
 	"unhandledSQL":        unhandledSQL,
 	"releaseSQL":          releaseSQL,
+	"savepointSQL":        savepointSQL,
+	"releaseSPSQL":        releaseSPSQL,
+	"rollbackSPSQL":       rollbackSPSQL,
 	"releaseUnownedSQL":   releaseUnownedSQL,
 	"snoozeSQL":           snoozeSQL,
 	"retentionSQL":        retentionSQL,
@@ -119,6 +122,9 @@ var onlyOn = map[string]engine{
 	"idleInTxSQL":      enginePostgres,
 	"lockTimeoutSQL":   enginePostgres,
 	"ackAndLeaseSQLs":  enginePostgres, // SQLite's writer rounds are its own
+	"savepointSQL":     engineSQLite,   // a round of writes shares one transaction on SQLite only
+	"releaseSPSQL":     engineSQLite,
+	"rollbackSPSQL":    engineSQLite,
 }
 
 // Statement is one of lite's statements in both dialects, for lite_test.

@@ -110,10 +110,21 @@ func (w *Worker) begin() error {
 	return nil
 }
 
-// lease takes up to n jobs for lane l.
-func (w *Worker) lease(ctx context.Context, l *lane, n int) ([]*Job, error) {
-	return w.q.Lease(ctx, LeaseRequest{Queues: l.queues, Kinds: w.kindList, Max: n,
-		LockedBy: w.opts.Identity, StaleAfter: w.opts.StaleAfter})
+// lease takes up to n jobs for lane l, or on a file as many as l has free
+// slots once the lease's round runs, which also counts those its acks
+// freed; asked is how many it asked for.
+func (w *Worker) lease(ctx context.Context, l *lane, n int) (jobs []*Job, asked int, err error) {
+	asked = n
+	req := LeaseRequest{Queues: l.queues, Kinds: w.kindList, Max: n,
+		LockedBy: w.opts.Identity, StaleAfter: w.opts.StaleAfter}
+	if !w.q.engine.onServer() {
+		req.slots = func() int {
+			asked = w.free(l)
+			return asked
+		}
+	}
+	jobs, err = w.q.Lease(ctx, req)
+	return jobs, asked, err
 }
 
 // Report is what RunOnce did.
@@ -138,7 +149,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 		if free == 0 {
 			continue
 		}
-		batch, err := w.lease(ctx, l, free)
+		batch, _, err := w.lease(ctx, l, free)
 		for _, j := range batch {
 			jobs = append(jobs, leased{l, j})
 		}
@@ -350,7 +361,7 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) bool {
 		if free == 0 {
 			continue
 		}
-		jobs, err := w.lease(ctx, l, free)
+		jobs, asked, err := w.lease(ctx, l, free)
 		if ctx.Err() != nil {
 			// A lease that committed as the worker was told to stop
 			// still hands out its jobs: give them back.
@@ -360,7 +371,7 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) bool {
 		for _, j := range jobs {
 			w.start(handlerCtx, l, j)
 		}
-		l.backlog = err == nil && len(jobs) == free
+		l.backlog = err == nil && len(jobs) == asked
 		w.refill.arm(l.backlog)
 		if err != nil {
 			l.retryIn = min(max(2*l.retryIn, leaseRetry), leaseRetryMax)

@@ -14,6 +14,11 @@ type lane struct {
 	queues []string // what it leases: one queue, or nil for every queue
 	slots  int
 	busy   int // runs holding a slot; guarded by Worker.mu
+	// written is how many of those runs have their outcome written in a
+	// round of the writer's that has not yet answered them: their slots
+	// count as free, so that a lease in the same round takes them.
+	// Guarded by Worker.mu.
+	written int
 
 	// Kept by the loop alone, from the lane's last lease.
 	backlog   bool          // it filled every slot it asked for: more may wait
@@ -48,8 +53,11 @@ func lanesFor(opts WorkerOptions) []*lane {
 func (w *Worker) free(l *lane) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return l.slots - l.busy
+	return l.free()
 }
+
+// free is how many of l's slots a lease may take; w.mu is held.
+func (l *lane) free() int { return l.slots - l.busy + l.written }
 
 // vacate frees r's slot in its lane, once: a run the shutdown gave up on
 // was vacated already when its handler finally returns. w.mu is held.
@@ -60,6 +68,9 @@ func (w *Worker) vacate(r *run) {
 	r.vacated = true
 	delete(w.active, r.key())
 	r.lane.busy--
+	if r.written {
+		r.lane.written--
+	}
 	if w.newest[r.job.ID] == r {
 		delete(w.newest, r.job.ID)
 	}
@@ -85,7 +96,7 @@ func (w *Worker) laneState() laneState {
 		if l.retryIn > 0 && (s.retryIn == 0 || l.retryIn < s.retryIn) {
 			s.retryIn = l.retryIn
 		}
-		if l.busy >= l.slots {
+		if l.free() <= 0 {
 			s.anyFull = true
 			continue
 		}
