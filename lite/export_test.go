@@ -106,7 +106,7 @@ func SetWaitPolls(watched, unwatched time.Duration) (restore func()) {
 // server, the first is its listener coming up.
 func WaitReports(q *Queue) int64 { return q.waiters.reports.Load() }
 
-// AckAndLease runs a worker's round on PostgreSQL (see round.go): acks
+// AckAndLease runs a worker's round on PostgreSQL (see ackAndLease): acks
 // and a lease in one statement.
 func AckAndLease(ctx context.Context, q *Queue, acks []Done, req LeaseRequest) ([]error, []*Job, error) {
 	return q.ackAndLease(ctx, acks, req)

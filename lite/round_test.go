@@ -14,7 +14,7 @@ import (
 )
 
 // A worker's round on PostgreSQL acks and leases in one statement (see
-// round.go): each ack keeps its own guard and its own result, and the
+// ackAndLease): each ack keeps its own guard and its own result, and the
 // lease its own.
 
 func TestARoundsStaleAckNeverTouchesTheSuccessorAndTheRestCommits(t *testing.T) {

@@ -72,7 +72,7 @@ func TestEveryStatement(t *testing.T) {
 // seen whole in review. go test -run TestLeaseTexts -update rewrites it.
 func TestLeaseTexts(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("-- lease.go's leaseSQLs[queues][byKind][unlimited]: queues 0 any, 1 one, 2 some;\n-- byKind 1: a kind filter; unlimited 1: takes nothing from a limited queue.\n-- Then round.go's ackAndLeaseSQLs[queues][byKind], PostgreSQL's alone.\n\n")
+	b.WriteString("-- lease.go's leaseSQLs[queues][byKind][unlimited]: queues 0 any, 1 one, 2 some;\n-- byKind 1: a kind filter; unlimited 1: takes nothing from a limited queue.\n-- Then settle.go's ackAndLeaseSQLs[queues][byKind], PostgreSQL's alone.\n\n")
 	for _, s := range lite.Statements() {
 		switch {
 		case strings.HasPrefix(s.Name, "leaseSQLs["):
