@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/liteq/lite/lite"
 	"github.com/matryer/is"
@@ -234,5 +235,125 @@ func TestABatchCallsBackOnceWithItsCounts(t *testing.T) {
 		b, err = q.GetBatch(t.Context(), wf.Batch)
 		is.NoErr(err)
 		is.Equal([]int{b.Done, b.Dead, b.Cancelled, b.Pending()}, []int{2, 0, 1, 0})
+	})
+}
+
+func TestACallbackFiresOnceForEachWayAJobEnds(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		ends := []struct {
+			name  string
+			state lite.State
+			end   func(t *testing.T, q *lite.Queue, clock *fakeClock, id int64)
+		}{
+			{"its worker's ack", lite.StateDone, func(t *testing.T, q *lite.Queue, _ *fakeClock, id int64) {
+				mustDone(t, q, leaseID(t, q, id), "")
+			}},
+			{"a group commit's ack", lite.StateDone, func(t *testing.T, q *lite.Queue, _ *fakeClock, id int64) {
+				errs, err := q.AckDoneMany(t.Context(), []lite.Done{{Lease: leaseID(t, q, id).Lease()}})
+				is.New(t).NoErr(errors.Join(append(errs, err)...))
+			}},
+			{"Complete with writes", lite.StateDone, func(t *testing.T, q *lite.Queue, _ *fakeClock, id int64) {
+				is.New(t).NoErr(q.Complete(t.Context(), leaseID(t, q, id).Lease(), nil, nil))
+			}},
+			{"a failure that spends the last attempt", lite.StateDead, func(t *testing.T, q *lite.Queue, _ *fakeClock, id int64) {
+				is.New(t).NoErr(q.AckFailed(t.Context(), leaseID(t, q, id).Lease(), errors.New("boom")))
+			}},
+			{"an admin's cancel", lite.StateCancelled, func(t *testing.T, q *lite.Queue, _ *fakeClock, id int64) {
+				is.New(t).NoErr(q.Cancel(t.Context(), id))
+			}},
+			{"a bulk cancel of a running job", lite.StateCancelled, func(t *testing.T, q *lite.Queue, _ *fakeClock, id int64) {
+				leaseID(t, q, id)
+				n, err := q.Bulk(t.Context(), lite.BulkCancel, lite.Filter{IDs: []int64{id}})
+				is.New(t).NoErr(err)
+				is.New(t).Equal(n, int64(1))
+			}},
+			{"a reclaim that spends the last attempt", lite.StateDead, func(t *testing.T, q *lite.Queue, clock *fakeClock, id int64) {
+				leaseID(t, q, id)
+				clock.Advance(staleAfter + time.Second)
+				got, err := q.ReclaimOrphaned(t.Context())
+				is.New(t).NoErr(err)
+				is.New(t).Equal(len(got), 1)
+			}},
+		}
+		for _, end := range ends {
+			t.Run("the callback of a job ended by "+end.name+" is enqueued once", func(t *testing.T) {
+				is := is.New(t)
+				clock := newFakeClock()
+				q, _ := e.mustOpen(t, clock)
+				id := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1, Callback: &lite.Callback{Queue: "app", Kind: "ended", Payload: []byte("row 7")}})
+				end.end(t, q, clock, id)
+				is.Equal(stateOf(t, q, id), end.state)
+				called := jobsOfKind(t, q, "ended")
+				is.Equal(len(called), 1)
+				is.Equal(called[0].Queue, "app")
+				is.Equal(string(called[0].Payload), "row 7")
+				is.Equal(called[0].Meta["lite.job"], strconv.FormatInt(id, 10))
+				is.Equal(called[0].Meta["lite.state"], string(end.state))
+			})
+		}
+
+		t.Run("a failure with attempts left and a reclaim with attempts left call back nothing", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			id := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 3, Callback: &lite.Callback{Queue: "app", Kind: "ended"}})
+			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, id).Lease(), errors.New("boom")))
+			clock.Advance(2 * time.Hour) // past the backoff
+			leaseID(t, q, id)
+			clock.Advance(staleAfter + time.Second)
+			_, err := q.ReclaimOrphaned(t.Context())
+			is.NoErr(err)
+			is.Equal(stateOf(t, q, id), lite.StateAvailable)
+			is.Equal(len(jobsOfKind(t, q, "ended")), 0)
+		})
+	})
+}
+
+// TestManyHostsAckingAtOnceCountEveryEnd acks a batch's jobs, all of which
+// one job waits for, from several queue handles at once (on PostgreSQL,
+// sessions of their own): the batch counts every end, calls back once,
+// and the job waiting for them all becomes available once.
+func TestManyHostsAckingAtOnceCountEveryEnd(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, dsn := e.open(t, fast)
+		const jobs, hosts = 200, 4
+		steps := make([]lite.Step, jobs)
+		for i := range steps {
+			steps[i] = lite.Step{Job: lite.NewJob{Queue: "work"}}
+		}
+		wf, err := q.EnqueueWorkflow(t.Context(), lite.Workflow{Steps: steps, Batch: &lite.Callback{Queue: "reports", Kind: "report"}})
+		is.NoErr(err)
+		join := mustEnqueue(t, q, lite.NewJob{Queue: "join", Kind: "join", DependsOn: wf.IDs})
+		errs := make(chan error, hosts)
+		for range hosts {
+			h := mustOpenOpts(t, dsn, fast)
+			go func() {
+				for {
+					leased, err := h.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"work"}, Max: 3})
+					if err != nil || len(leased) == 0 {
+						errs <- err
+						return
+					}
+					for _, j := range leased {
+						if err := h.AckDone(t.Context(), j.Lease(), nil); err != nil && !errors.Is(err, lite.ErrBusy) {
+							errs <- err
+							return
+						}
+					}
+				}
+			}()
+		}
+		for range hosts {
+			is.NoErr(<-errs)
+		}
+		b, err := q.GetBatch(t.Context(), wf.Batch)
+		is.NoErr(err)
+		is.Equal(b.Done, jobs) // no end lost
+		is.Equal(len(jobsOfKind(t, q, "report")), 1)
+		is.Equal(stateOf(t, q, join), lite.StateAvailable)
+		links, err := q.Links(t.Context(), join)
+		is.NoErr(err)
+		is.Equal(links.Pending, 0) // every dependency counted once
 	})
 }
