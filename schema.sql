@@ -28,7 +28,7 @@ CREATE TABLE lite_jobs (
     errors       text    not null default '[]',
     created_at   integer not null,
     finished_at  integer
-, stale_after_ms integer, tags text not null default '[]', meta text not null default '{}', progress text, progress_note text, log_tail text, deps_pending integer not null default 0, on_dep_failure text not null default 'cancel'
+, stale_after_ms integer, tags text not null default '[]', meta text not null default '{}', progress text, progress_note text, log_tail text, deps_pending integer not null default 0, has_dependents integer not null default 0, on_dep_failure text not null default 'cancel'
     check (on_dep_failure in ('cancel', 'run', 'block')), callback text, batch_id integer) strict;
 
 CREATE INDEX lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
@@ -139,7 +139,7 @@ CREATE TABLE lite_batches (
 ) strict;
 
 CREATE TRIGGER lite_deps_ended after update of state on lite_jobs
-    when new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled')
+    when new.has_dependents and new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled')
 begin
     update lite_deps set resolved = 2
     where resolved = 0

@@ -92,14 +92,18 @@ func (q *Queue) validateFollows(j NewJob, queue string) (follows, error) {
 	return f, nil
 }
 
-// lockDepsSQL reads the state of each job waited for. On a server it
-// locks them, in id order so that two enqueues never wait on each other,
-// until the enqueue commits: an end of one of them then waits for the
-// edge to exist and counts it, or has committed before and is read here.
+// lockDepsSQL marks each job waited for as having dependents, so that its
+// end runs the trigger that counts it, and reads its state. On a server
+// the update locks each row until the enqueue commits: an end of one of
+// them then waits for the edge to exist and counts it, or has committed
+// before and is read here. They are locked in id order, so that two
+// enqueues never wait on each other.
 var lockDepsSQL = stmt{
-	sqlite: `select id, state from lite_jobs where id in (select value from json_each(?))`,
-	postgres: `select id, state from lite_jobs where id in (select jsonb_array_elements_text($1::jsonb)::bigint)
-order by id for update`,
+	sqlite: `update lite_jobs set has_dependents = 1 where id in (select value from json_each(?))
+returning id, state`,
+	postgres: `update lite_jobs set has_dependents = true where id in (select id from lite_jobs
+    where id in (select jsonb_array_elements_text($1::jsonb)::bigint) order by id for update)
+returning id, state`,
 }
 
 var insertDepsSQL = stmt{

@@ -12,6 +12,7 @@ alter table lite_jobs add constraint lite_jobs_state_check
     check (state in ('available', 'running', 'done', 'dead', 'cancelled', 'blocked'));
 
 alter table lite_jobs add column deps_pending bigint not null default 0;
+alter table lite_jobs add column has_dependents boolean not null default false;
 alter table lite_jobs add column on_dep_failure text not null default 'cancel'
     check (on_dep_failure in ('cancel', 'run', 'block'));
 alter table lite_jobs add column callback jsonb;
@@ -72,7 +73,7 @@ begin
 end
 $$;
 create trigger lite_deps_ended after update of state on lite_jobs
-    for each row when (new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled'))
+    for each row when (new.has_dependents and new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled'))
     execute function lite_deps_ended();
 
 create function lite_jobs_callback() returns trigger

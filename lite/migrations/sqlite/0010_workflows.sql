@@ -11,8 +11,10 @@
 -- reaches 0. on_dep_failure is what a dependency that ends dead or
 -- cancelled does to it. callback is the job to enqueue when this one ends,
 -- as JSON [queue, kind, payload in hex, max_attempts]; batch_id the batch
--- it counts in.
+-- it counts in. has_dependents is set once a job waits for this one, so
+-- that the end of a job nothing waits for runs no trigger.
 alter table lite_jobs add column deps_pending integer not null default 0;
+alter table lite_jobs add column has_dependents integer not null default 0;
 alter table lite_jobs add column on_dep_failure text not null default 'cancel'
     check (on_dep_failure in ('cancel', 'run', 'block'));
 alter table lite_jobs add column callback text;
@@ -53,7 +55,7 @@ create table lite_batches (
 -- (their callbacks and batches fire in their own triggers), those at 0
 -- become available, and the edges are settled.
 create trigger lite_deps_ended after update of state on lite_jobs
-    when new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled')
+    when new.has_dependents and new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled')
 begin
     update lite_deps set resolved = 2
     where resolved = 0
