@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/liteq/lite/lite"
 )
@@ -12,18 +11,6 @@ import (
 // batchCmd prints a batch's progress.
 type batchCmd struct {
 	ID int64 `arg:"" help:"The batch's id."`
-}
-
-// batchJSON is a batch as lite batch --json prints it.
-type batchJSON struct {
-	ID         int64     `json:"id"`
-	Total      int       `json:"total"`
-	Done       int       `json:"done"`
-	Dead       int       `json:"dead"`
-	Cancelled  int       `json:"cancelled"`
-	Pending    int       `json:"pending"`
-	CreatedAt  time.Time `json:"created_at"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // Run prints the batch's counts, one line, or its JSON with --json.
@@ -36,8 +23,7 @@ func (c *batchCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) 
 		return err
 	}
 	if g.JSON {
-		return writeJSON(env.Stdout, batchJSON{ID: b.ID, Total: b.Total, Done: b.Done, Dead: b.Dead,
-			Cancelled: b.Cancelled, Pending: b.Pending(), CreatedAt: b.CreatedAt.UTC(), FinishedAt: b.FinishedAt.UTC()})
+		return writeJSON(env.Stdout, b)
 	}
 	state := "pending"
 	if !b.FinishedAt.IsZero() {

@@ -466,3 +466,49 @@ func (q *Queue) Links(ctx context.Context, id int64) (Links, error) {
 	}
 	return l, nil
 }
+
+// MarshalJSON writes the batch as `lite batch --json` prints it:
+// {"id": 1, "total": 3, "done": 2, "dead": 1, "cancelled": 0,
+// "pending": 0, "created_at": "…Z", "finished_at": "…Z"}, finished_at
+// left out while jobs are pending.
+func (b Batch) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		ID         int64     `json:"id"`
+		Total      int       `json:"total"`
+		Done       int       `json:"done"`
+		Dead       int       `json:"dead"`
+		Cancelled  int       `json:"cancelled"`
+		Pending    int       `json:"pending"`
+		CreatedAt  time.Time `json:"created_at"`
+		FinishedAt time.Time `json:"finished_at,omitzero"`
+	}{b.ID, b.Total, b.Done, b.Dead, b.Cancelled, b.Pending(), b.CreatedAt.UTC(), b.FinishedAt.UTC()})
+}
+
+// linkJSON is a Dependency in Links' JSON form: its result is the job's
+// own to read.
+type linkJSON struct {
+	ID    int64  `json:"id"`
+	Kind  string `json:"kind"`
+	State State  `json:"state"`
+}
+
+// MarshalJSON writes the links as the JSON API serves them:
+// {"waits_for": [{"id": 7, "kind": "fetch", "state": "done"}],
+// "waited_by": [], "pending": 0, "policy": "cancel", "batch": 3}, batch
+// left out without one.
+func (l Links) MarshalJSON() ([]byte, error) {
+	list := func(deps []Dependency) []linkJSON {
+		out := make([]linkJSON, len(deps))
+		for i, d := range deps {
+			out[i] = linkJSON{d.ID, d.Kind, d.State}
+		}
+		return out
+	}
+	return json.Marshal(struct {
+		WaitsFor []linkJSON       `json:"waits_for"`
+		WaitedBy []linkJSON       `json:"waited_by"`
+		Pending  int              `json:"pending"`
+		Policy   DependencyPolicy `json:"policy"`
+		Batch    int64            `json:"batch,omitempty"`
+	}{list(l.WaitsFor), list(l.WaitedBy), l.Pending, l.Policy, l.Batch})
+}
