@@ -87,6 +87,22 @@ func TestADependentRunsOnceItsDependenciesAreDone(t *testing.T) {
 			is.Equal(len(jobsOfKind(t, q, "called")), 1)
 		})
 
+		t.Run("jobs of a batch insert wait and call back as one enqueued alone does", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{})
+			out, err := q.EnqueueBatch(t.Context(), []lite.NewJob{
+				{Kind: "after", DependsOn: []int64{a}},
+				{Kind: "plain", Callback: &lite.Callback{Queue: "app", Kind: "called"}},
+			})
+			is.NoErr(err)
+			is.Equal(stateOf(t, q, out[0].ID), lite.StateBlocked)
+			is.NoErr(q.Cancel(t.Context(), out[1].ID))
+			is.Equal(len(jobsOfKind(t, q, "called")), 1)
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, out[0].ID), lite.StateAvailable)
+		})
+
 		t.Run("a dependency already done counts as done", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.open(t, fast)
