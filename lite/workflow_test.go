@@ -373,3 +373,24 @@ func TestManyHostsAckingAtOnceCountEveryEnd(t *testing.T) {
 		is.Equal(links.Pending, 0) // every dependency counted once
 	})
 }
+
+// TestAJobEnqueuedWhileItsDependencyIsAckedIsNeverLeftBlocked enqueues a
+// job waiting for another while a second handle acks that other: the
+// enqueue either sees it done or leaves an edge that its ack counts, never
+// neither.
+func TestAJobEnqueuedWhileItsDependencyIsAckedIsNeverLeftBlocked(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, dsn := e.open(t, fast)
+		acker := mustOpenOpts(t, dsn, fast)
+		for range scaled(100) {
+			dep := mustEnqueue(t, q, lite.NewJob{})
+			l := leaseID(t, q, dep)
+			acked := make(chan error, 1)
+			go func() { acked <- acker.AckDone(t.Context(), l.Lease(), nil) }()
+			id := mustEnqueue(t, q, lite.NewJob{Queue: "after", DependsOn: []int64{dep}})
+			is.NoErr(<-acked)
+			is.Equal(stateOf(t, q, id), lite.StateAvailable) // its dependency is done
+		}
+	})
+}
