@@ -55,6 +55,11 @@ func (c Callback) encode(q *Queue, queue string) (string, error) {
 	return string(text), err
 }
 
+// errBlockedKey refuses a unique key on a job that waits for others: a
+// blocked job does not hold its key, and another job holding it when
+// this one became available would fail the ack that unblocks it.
+var errBlockedKey = errors.New("a job that waits for others cannot have a unique key")
+
 // follows is what a job has of composite work: the jobs it waits for,
 // its policy, its callback, its batch.
 type follows struct {
@@ -76,6 +81,9 @@ func (q *Queue) validateFollows(j NewJob, queue string) (follows, error) {
 	case DependencyCancel, DependencyRun, DependencyBlock:
 	default:
 		return f, fmt.Errorf("dependency policy %q is not cancel, run or block", j.OnDependencyFailure)
+	}
+	if len(j.DependsOn) > 0 && j.UniqueKey != "" {
+		return f, errBlockedKey
 	}
 	for _, id := range j.DependsOn {
 		if !slices.Contains(f.dependsOn, id) {
@@ -228,7 +236,10 @@ func (q *Queue) EnqueueWorkflow(ctx context.Context, wf Workflow) (WorkflowIDs, 
 	}
 	rows := make([]jobRow, len(wf.Steps))
 	for i, s := range wf.Steps {
-		if rows[i], err = q.validate(s.Job); err != nil {
+		if rows[i], err = q.validate(s.Job); err == nil && len(s.After) > 0 && s.Job.UniqueKey != "" {
+			err = errBlockedKey
+		}
+		if err != nil {
 			return WorkflowIDs{}, fmt.Errorf("enqueue workflow: step %q: %w", s.Name, err)
 		}
 	}

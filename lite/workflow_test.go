@@ -122,6 +122,14 @@ func TestADependentRunsOnceItsDependenciesAreDone(t *testing.T) {
 			is.Equal(len(jobs), 0)
 		})
 
+		t.Run("a unique key on a job that waits is refused", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{})
+			_, err := q.Enqueue(t.Context(), lite.NewJob{UniqueKey: "k", DependsOn: []int64{a}})
+			is.True(err != nil) // it could not become available while another job held the key
+		})
+
 		t.Run("a cancelled dependent stays cancelled when its dependency is done", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.open(t, fast)
@@ -209,6 +217,7 @@ func TestAWorkflowIsEnqueuedWhole(t *testing.T) {
 			{"a cycle", []lite.Step{{Name: "a", After: []string{"b"}}, {Name: "b", After: []string{"a"}}}},
 			{"an unknown name", []lite.Step{{Name: "a"}, {Name: "b", After: []string{"c"}}}},
 			{"an unknown job id", []lite.Step{{Name: "a"}, {Name: "b", Job: lite.NewJob{DependsOn: []int64{77}}}}},
+			{"a unique key on a step that waits", []lite.Step{{Name: "a"}, {Name: "b", Job: lite.NewJob{UniqueKey: "k"}, After: []string{"a"}}}},
 		} {
 			t.Run(bad.name+" is refused and nothing is stored", func(t *testing.T) {
 				is := is.New(t)
