@@ -276,7 +276,7 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			{"purge without a state", db, "", []string{"purge", "--older-than", "1h"}, 2, "--state"},
 			{"an --at of year 1, which looks unset", db, "", []string{"enqueue", "--at", "0001-01-01T00:00:00Z", "x"}, 2, "outside 1970-01-01 to 9999-12-31"},
 			{"a stale-after under a millisecond", db, "", []string{"work", "--heartbeat", "100us", "--stale-after", "300us", "--", "true"}, 2, "millisecond"},
-			{"cancelling a finished job", done, "", []string{"cancel", "1"}, 1, "lite: cancel job 1: invalid job state: it is done, not available or running\n"},
+			{"cancelling a finished job", done, "", []string{"cancel", "1"}, 1, "lite: cancel job 1: invalid job state: it is done, not blocked, available or running\n"},
 			{"a payload over the cap", db, strings.Repeat("x", 1<<20+1), []string{"enqueue", "-"}, 1, "too large"},
 			{"a NUL in a kind", db, `{"kind":"a\u0000b"}` + "\n", []string{"enqueue", "--file", "-"}, 1, "control character"},
 			{"an escape in a queue", db, "", []string{"enqueue", "-q", "mail\x1b[2J", "x"}, 2, "lite: enqueue: --queue \"mail\\x1b[2J\" contains a control character\n"},

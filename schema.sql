@@ -14,7 +14,7 @@ CREATE TABLE lite_jobs (
     payload      blob    not null,
     priority     integer not null default 0,
     state        text    not null default 'available'
-                 check (state in ('available', 'running', 'done', 'dead', 'cancelled')),
+                 check (state in ('available', 'running', 'done', 'dead', 'cancelled', 'blocked')),
     run_at       integer not null,
     attempts     integer not null default 0,
     max_attempts integer not null check (max_attempts > 0),
@@ -28,7 +28,8 @@ CREATE TABLE lite_jobs (
     errors       text    not null default '[]',
     created_at   integer not null,
     finished_at  integer
-, stale_after_ms integer, tags text not null default '[]', meta text not null default '{}', progress text, progress_note text, log_tail text) strict;
+, stale_after_ms integer, tags text not null default '[]', meta text not null default '{}', progress text, progress_note text, log_tail text, deps_pending integer not null default 0, has_dependents integer not null default 0, on_dep_failure text not null default 'cancel'
+    check (on_dep_failure in ('cancel', 'run', 'block')), callback text, batch_id integer) strict;
 
 CREATE INDEX lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
     where state = 'available';
@@ -114,3 +115,81 @@ begin
     values (new.queue, case when new.state = 'available' then 'retried' else new.state end, 1)
     on conflict (queue, counter, shard) do update set n = n + 1;
 end;
+
+CREATE TABLE lite_deps (
+    depends_on integer not null,
+    job_id     integer not null,
+    resolved   integer not null default 0 check (resolved in (0, 1, 2)),
+    primary key (depends_on, job_id)
+) strict, without rowid;
+
+CREATE INDEX lite_deps_job on lite_deps (job_id);
+
+CREATE INDEX lite_deps_counting on lite_deps (job_id) where resolved = 2;
+
+CREATE TABLE lite_batches (
+    id          integer primary key autoincrement,
+    total       integer not null check (total > 0),
+    done        integer not null default 0,
+    dead        integer not null default 0,
+    cancelled   integer not null default 0,
+    callback    text,
+    created_at  integer not null,
+    finished_at integer
+) strict;
+
+CREATE TRIGGER lite_deps_ended after update of state on lite_jobs
+    when new.has_dependents and new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled')
+begin
+    update lite_deps set resolved = 2
+    where resolved = 0
+      and depends_on in (
+          with recursive ended(id) as (
+              select new.id
+              union
+              select d.job_id from lite_deps d join ended on d.depends_on = ended.id
+              join lite_jobs b on b.id = d.job_id
+              where new.state <> 'done' and d.resolved = 0 and b.state = 'blocked' and b.on_dep_failure = 'cancel')
+          select id from ended)
+      and (new.state = 'done' or (select on_dep_failure from lite_jobs where id = lite_deps.job_id) <> 'block');
+    update lite_jobs set deps_pending = deps_pending - (select count(*) from lite_deps d where d.job_id = lite_jobs.id and d.resolved = 2)
+    where id in (select job_id from lite_deps where resolved = 2)
+      and (new.state = 'done' or on_dep_failure = 'run');
+    update lite_jobs set state = 'cancelled', finished_at = new.finished_at,
+        errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'generation', generation,
+            'at', new.finished_at, 'error', 'cancelled: dependency ' || new.id || ' ended ' || new.state))
+    where id in (select job_id from lite_deps where resolved = 2) and state = 'blocked'
+      and new.state <> 'done' and on_dep_failure = 'cancel';
+    update lite_jobs set state = 'available'
+    where id in (select job_id from lite_deps where resolved = 2) and state = 'blocked' and deps_pending = 0;
+    update lite_deps set resolved = 1 where resolved = 2;
+end;
+
+CREATE TRIGGER lite_jobs_callback after update of state on lite_jobs
+    when new.callback is not null and new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled')
+begin
+    insert into lite_jobs (queue, kind, payload, run_at, max_attempts, created_at, meta)
+    values (new.callback ->> 0, new.callback ->> 1, unhex(new.callback ->> 2), new.finished_at, new.callback ->> 3,
+            new.finished_at, json_object('lite.job', cast(new.id as text), 'lite.state', new.state));
+end;
+
+CREATE TRIGGER lite_batches_count after update of state on lite_jobs
+    when new.batch_id is not null
+     and (new.state in ('done', 'dead', 'cancelled')) <> (old.state in ('done', 'dead', 'cancelled'))
+begin
+    update lite_batches set
+        done      = done + (new.state = 'done') - (old.state = 'done'),
+        dead      = dead + (new.state = 'dead') - (old.state = 'dead'),
+        cancelled = cancelled + (new.state = 'cancelled') - (old.state = 'cancelled')
+    where id = new.batch_id;
+    insert into lite_jobs (queue, kind, payload, run_at, max_attempts, created_at, meta)
+    select callback ->> 0, callback ->> 1, unhex(callback ->> 2), new.finished_at, callback ->> 3, new.finished_at,
+           json_object('lite.batch', cast(id as text), 'lite.done', cast(done as text),
+                       'lite.dead', cast(dead as text), 'lite.cancelled', cast(cancelled as text))
+    from lite_batches
+    where id = new.batch_id and finished_at is null and done + dead + cancelled = total and callback is not null;
+    update lite_batches set finished_at = new.finished_at
+    where id = new.batch_id and finished_at is null and done + dead + cancelled = total;
+end;
+
+CREATE INDEX lite_jobs_batch on lite_jobs (batch_id) where batch_id is not null;

@@ -9,7 +9,7 @@ import (
 
 // cancelCmd cancels a job.
 type cancelCmd struct {
-	ID int64 `arg:"" optional:"" help:"The available or running job's id; or filter flags for every job they match."`
+	ID int64 `arg:"" optional:"" help:"The blocked, available or running job's id; or filter flags for every job they match."`
 	bulkFilter
 }
 

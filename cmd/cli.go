@@ -52,7 +52,8 @@ type root struct {
 	Release   releaseCmd   `cmd:"" help:"Make a running job available again now, voiding its lease."`
 	Reclaim   reclaimCmd   `cmd:"" help:"Take back running jobs whose heartbeat lapsed."`
 	Retry     retryCmd     `cmd:"" help:"Make a dead or cancelled job available again."`
-	Cancel    cancelCmd    `cmd:"" help:"Cancel an available or running job."`
+	Cancel    cancelCmd    `cmd:"" help:"Cancel a blocked, available or running job."`
+	Batch     batchCmd     `cmd:"" help:"Show a batch's progress: done, dead, cancelled, pending."`
 	Wait      waitCmd      `cmd:"" help:"Wait for jobs to finish; print their results."`
 	Result    resultCmd    `cmd:"" help:"Print a finished job's result."`
 	Purge     purgeCmd     `cmd:"" help:"Delete finished jobs older than a duration."`

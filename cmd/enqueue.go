@@ -29,7 +29,11 @@ type enqueueCmd struct {
 	UniqueKey   string            `help:"At most one unfinished job with this key in the queue."`
 	Tag         []string          `help:"Tag the job (repeat, or a,b); lite ls --tag finds it."`
 	Meta        map[string]string `mapsep:"none" placeholder:"KEY=VALUE" help:"Metadata the job carries (repeat for more keys)."`
+	After       []int64           `placeholder:"ID" help:"Wait for these jobs (repeat, or 1,2): blocked until they are done."`
+	OnDepFail   string            `name:"on-dep-failure" enum:"cancel,run,block" default:"cancel" help:"With --after, when a job waited for ends dead or cancelled: cancel this one, run it anyway, or leave it blocked (cancel, run, block)."`
+	Callback    string            `placeholder:"KIND" help:"When this job ends (done, dead or cancelled), enqueue a job of this kind in the same queue, its meta naming the job (lite.job) and how it ended (lite.state)."`
 	File        string            `type:"path" help:"Enqueue every line of this JSON Lines file; - reads standard input."`
+	Batch       string            `placeholder:"KIND" help:"With --file: enqueue the file's jobs as one batch, in one transaction, and when the last of them ends, a job of this kind whose meta counts how they ended (lite.batch, lite.done, lite.dead, lite.cancelled)."`
 	Wait        bool              `help:"Wait for the job to finish and print its result instead of its id, with the exit codes of lite wait (see lite wait --help)."`
 	Timeout     time.Duration     `help:"With --wait: give up after this long (exit 5); the job goes on."`
 	Payload     *string           `arg:"" optional:"" help:"The payload; - reads it from standard input; \"\" is an empty one."`
@@ -50,6 +54,11 @@ type jsonLine struct {
 	UniqueKey   string            `json:"unique_key"`
 	Tags        []string          `json:"tags"`
 	Meta        map[string]string `json:"meta"`
+	After       []int64           `json:"after"`
+	OnDepFail   string            `json:"on_dep_failure"`
+	Callback    string            `json:"callback"`
+	Name        string            `json:"name"`
+	AfterNames  []string          `json:"after_names"`
 }
 
 // Validate refuses a queue, kind or tag no job can have, and reads --at.
@@ -108,7 +117,8 @@ func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue
 		return err
 	}
 	id, err := q.Enqueue(ctx, lite.NewJob{Queue: c.Queue, Kind: c.Kind, Payload: payload, Priority: c.Priority,
-		RunAt: c.runAt, Delay: c.Delay, MaxAttempts: c.MaxAttempts, UniqueKey: c.UniqueKey, Tags: c.Tag, Meta: c.Meta})
+		RunAt: c.runAt, Delay: c.Delay, MaxAttempts: c.MaxAttempts, UniqueKey: c.UniqueKey, Tags: c.Tag, Meta: c.Meta,
+		DependsOn: c.After, OnDependencyFailure: lite.DependencyPolicy(c.OnDepFail), Callback: callback(c.Callback)})
 	if errors.Is(err, lite.ErrDuplicate) {
 		return fmt.Errorf("enqueue: unique key %q is held by job %d", c.UniqueKey, id)
 	}
@@ -181,6 +191,11 @@ type fileEnqueue struct {
 	added, duplicates int
 	batch             []lite.NewJob
 	lines             []int
+	// steps are the batch's jobs as steps. A file whose lines name each
+	// other (name, after_names), or that makes one batch, goes in whole,
+	// as one workflow in one transaction.
+	steps    []lite.Step
+	workflow bool
 }
 
 // fail words an error at where (a line, or a batch's lines) as one line
@@ -269,12 +284,17 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 		if text == "" {
 			continue
 		}
-		j, err := c.parseLine([]byte(text))
+		step, err := c.parseLine([]byte(text))
 		if err != nil {
 			return f.fail(fmt.Sprintf("line %d", line), line, err)
 		}
-		f.batch, f.lines = append(f.batch, j), append(f.lines, line)
-		if len(f.batch) == enqueueBatchSize {
+		f.batch, f.lines = append(f.batch, step.Job), append(f.lines, line)
+		if step.Name != "" || len(step.After) > 0 {
+			f.workflow = true
+		}
+		f.steps = append(f.steps, step)
+		if len(f.batch) == enqueueBatchSize && !f.workflow && c.Batch == "" {
+			f.steps = f.steps[:0]
 			if err := f.flush(ctx, q); err != nil {
 				return err
 			}
@@ -283,6 +303,9 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 	}
 	if err := sc.Err(); err != nil {
 		return f.fail(fmt.Sprintf("line %d", line+1), line+1, err)
+	}
+	if f.workflow || c.Batch != "" {
+		return c.enqueueWorkflow(ctx, env, g, q, f)
 	}
 	if err := f.flush(ctx, q); err != nil {
 		return err
@@ -309,11 +332,40 @@ func inputSize(r io.Reader) int64 {
 	return -1
 }
 
+// enqueueWorkflow enqueues the whole file as one workflow, with --batch
+// its callback, and prints the count and the batch (--json: the ids too).
+func (c *enqueueCmd) enqueueWorkflow(ctx context.Context, env Env, g *globals, q *lite.Queue, f *fileEnqueue) error {
+	wf := lite.Workflow{Steps: f.steps}
+	if c.Batch != "" {
+		wf.Batch = &lite.Callback{Kind: c.Batch}
+	}
+	got, err := q.EnqueueWorkflow(ctx, wf)
+	if err != nil && len(f.lines) > 0 {
+		return f.fail(fmt.Sprintf("lines %d-%d", f.lines[0], f.lines[len(f.lines)-1]), 0, err)
+	}
+	if err != nil {
+		return fmt.Errorf("enqueue --file %s: %w", f.name, err)
+	}
+	if g.JSON {
+		return writeJSON(env.Stdout, struct {
+			Enqueued int     `json:"enqueued"`
+			IDs      []int64 `json:"ids"`
+			Batch    int64   `json:"batch,omitempty"`
+		}{len(got.IDs), got.IDs, got.Batch})
+	}
+	if got.Batch != 0 {
+		_, err = fmt.Fprintf(env.Stdout, "enqueued %d jobs in batch %d\n", len(got.IDs), got.Batch)
+		return err
+	}
+	_, err = fmt.Fprintf(env.Stdout, "enqueued %d jobs\n", len(got.IDs))
+	return err
+}
+
 // errNotAnObject is a line that is not a JSON object.
 var errNotAnObject = errors.New(`not a JSON object: each line is one job, as {"payload": "hello", "queue": "mail"}`)
 
 // lineFields are the fields a line may have.
-const lineFields = "queue, kind, payload, priority, delay, run_at, max_attempts, unique_key"
+const lineFields = "queue, kind, payload, priority, delay, run_at, max_attempts, unique_key, tags, meta, after, on_dep_failure, callback, name, after_names"
 
 // lineError words why a line did not decode, for a person fixing the file.
 func lineError(err error) error {
@@ -344,23 +396,39 @@ func jsonKind(k reflect.Kind) string {
 	return "any JSON value"
 }
 
+// callback is the callback job of kind, in the job's own queue; none for
+// an empty kind.
+func callback(kind string) *lite.Callback {
+	if kind == "" {
+		return nil
+	}
+	return &lite.Callback{Kind: kind}
+}
+
 // parseLine reads one JSON line; flags give the defaults for what it
 // leaves out.
-func (c *enqueueCmd) parseLine(text []byte) (lite.NewJob, error) {
+func (c *enqueueCmd) parseLine(text []byte) (lite.Step, error) {
 	var l jsonLine
 	if !bytes.HasPrefix(text, []byte("{")) {
-		return lite.NewJob{}, errNotAnObject
+		return lite.Step{}, errNotAnObject
 	}
 	dec := json.NewDecoder(strings.NewReader(string(text)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l); err != nil {
-		return lite.NewJob{}, lineError(err)
+		return lite.Step{}, lineError(err)
 	}
 	if dec.More() {
-		return lite.NewJob{}, errors.New("text after the job's JSON object: give one object per line")
+		return lite.Step{}, errors.New("text after the job's JSON object: give one object per line")
 	}
+	j, err := c.lineJob(l)
+	return lite.Step{Name: l.Name, Job: j, After: l.AfterNames}, err
+}
+
+// lineJob is the job a line describes.
+func (c *enqueueCmd) lineJob(l jsonLine) (lite.NewJob, error) {
 	j := lite.NewJob{Queue: l.Queue, Kind: l.Kind, Priority: l.Priority, RunAt: l.RunAt,
-		MaxAttempts: l.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta}
+		MaxAttempts: l.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta,
+		DependsOn: l.After, OnDependencyFailure: lite.DependencyPolicy(l.OnDepFail), Callback: callback(l.Callback)}
 	if j.Queue == "" {
 		j.Queue = c.Queue
 	}

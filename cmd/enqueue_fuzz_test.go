@@ -26,7 +26,8 @@ func FuzzParseLine(f *testing.F) {
 	}
 	c := &enqueueCmd{Queue: "default", Kind: "default"}
 	f.Fuzz(func(t *testing.T, line string) {
-		j, err := c.parseLine([]byte(line))
+		step, err := c.parseLine([]byte(line))
+		j := step.Job
 		if err != nil {
 			return
 		}

@@ -15,7 +15,7 @@ import (
 
 // lsCmd lists jobs.
 type lsCmd struct {
-	State       []lite.State `short:"s" enum:"available,running,done,dead,cancelled" help:"Only jobs in this state; repeat (-s dead -s done) or list (-s dead,done) for several."`
+	State       []lite.State `short:"s" enum:"blocked,available,running,done,dead,cancelled" help:"Only jobs in this state; repeat (-s dead -s done) or list (-s dead,done) for several."`
 	Queue       string       `short:"q" predictor:"queue" help:"Only jobs in this queue."`
 	Kind        string       `short:"k" help:"Only jobs of this kind."`
 	Tag         []string     `help:"Only jobs carrying this tag (repeat, or a,b: every one)."`

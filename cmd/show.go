@@ -58,6 +58,19 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 		progress += " " + safe(j.ProgressNote)
 	}
 	row("progress", progress)
+	links, err := q.Links(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if len(links.WaitsFor) > 0 {
+		row("waits for", fmt.Sprintf("%s (%d not done; if one fails: %s)", related(links.WaitsFor), links.Pending, links.Policy))
+	}
+	if len(links.WaitedBy) > 0 {
+		row("waited for by", related(links.WaitedBy))
+	}
+	if links.Batch != 0 {
+		row("batch", links.Batch)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -107,4 +120,13 @@ func printable(b []byte) string {
 		return strconv.Quote(string(b))
 	}
 	return "base64:" + base64.StdEncoding.EncodeToString(b)
+}
+
+// related lists jobs as "7 (done), 8 (running)".
+func related(deps []lite.Dependency) string {
+	parts := make([]string, len(deps))
+	for i, d := range deps {
+		parts[i] = fmt.Sprintf("%d (%s)", d.ID, safe(string(d.State)))
+	}
+	return strings.Join(parts, ", ")
 }

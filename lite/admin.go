@@ -50,17 +50,17 @@ func joinStates(states []State) string {
 	return s
 }
 
-// cancelSQL ends an available or running job. A running job changes owner
+// cancelSQL ends a blocked, available or running job. A running job changes owner
 // (to nobody), so its generation is bumped and its worker's ack is a
 // no-op; the errors log records the attempt and the generation it voided.
 var cancelSQL = stmt{
 	sqlite: `update lite_jobs
 ` + cancelSet.sqlite + `
-where id = ?3 and state in ('available', 'running')
+where id = ?3 and state in ('blocked', 'available', 'running')
 returning generation`,
 	postgres: `update lite_jobs
 ` + cancelSet.postgres + `
-where id = $3 and state in ('available', 'running')
+where id = $3 and state in ('blocked', 'available', 'running')
 returning generation`,
 }
 
@@ -89,7 +89,7 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 	}
 	err := q.writeRowNow(ctx, q.sql(cancelSQL), &gen, cancelledText, id)
 	if err != nil {
-		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateAvailable, StateRunning))
+		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateBlocked, StateAvailable, StateRunning))
 	}
 	q.finishedSome()
 	return nil

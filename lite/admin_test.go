@@ -67,7 +67,7 @@ func TestCancel(t *testing.T) {
 			is.NoErr(q.AckDone(t.Context(), a.Lease(), nil))
 			err := q.Cancel(t.Context(), id)
 			is.True(errors.Is(err, lite.ErrInvalidState))
-			is.Equal(err.Error(), "cancel job 1: invalid job state: it is done, not available or running")
+			is.Equal(err.Error(), "cancel job 1: invalid job state: it is done, not blocked, available or running")
 			is.Equal(mustGet(t, q, id).State, lite.StateDone)
 		})
 	})

@@ -53,7 +53,7 @@ const bulkBatch = 1000
 // between the two.
 var bulkStates = map[BulkAction][]State{
 	BulkRetry:  {StateDead, StateCancelled},
-	BulkCancel: {StateAvailable, StateRunning},
+	BulkCancel: {StateBlocked, StateAvailable, StateRunning},
 	BulkDelete: {StateAvailable, StateDone, StateDead, StateCancelled},
 }
 
@@ -244,10 +244,10 @@ where id in (select jsonb_array_elements_text($2::jsonb)::bigint) and state in (
 var bulkCancelSQL = stmt{
 	sqlite: `update lite_jobs
 ` + cancelSet.sqlite + `
-where id in (select value from json_each(?3)) and state in ('available', 'running')`,
+where id in (select value from json_each(?3)) and state in ('blocked', 'available', 'running')`,
 	postgres: `update lite_jobs
 ` + cancelSet.postgres + `
-where id in (select jsonb_array_elements_text($3::jsonb)::bigint) and state in ('available', 'running')`,
+where id in (select jsonb_array_elements_text($3::jsonb)::bigint) and state in ('blocked', 'available', 'running')`,
 }
 
 // bulkDeleteSQL deletes a batch, never a running job. Ids are never

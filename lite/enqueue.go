@@ -48,6 +48,19 @@ type NewJob struct {
 	// handlers (a trace context, a request id): up to MaxMetaBytes as
 	// JSON, keys not empty, keys and values valid UTF-8.
 	Meta map[string]string
+	// DependsOn lists jobs this one waits for: it is stored blocked, and
+	// becomes available in the transaction of the last one's done. A job
+	// that does not exist is refused, as one already dead or cancelled is
+	// under DependencyCancel. See EnqueueWorkflow for jobs that wait for
+	// each other before they have ids.
+	DependsOn []int64
+	// OnDependencyFailure is what a job waited for that ends dead or
+	// cancelled does to this one. Default DependencyCancel.
+	OnDependencyFailure DependencyPolicy
+	// Callback, if set, is enqueued in the transaction that ends this job,
+	// whoever ends it: done, dead, cancelled, reclaimed with its last
+	// attempt spent.
+	Callback *Callback
 }
 
 // Defaults for NewJob.
@@ -101,6 +114,7 @@ type jobRow struct {
 	maxAttempts int
 	uniqueKey   sql.NullString
 	tags, meta  string // JSON texts; "" (a schedule's job) is none
+	follows     follows
 }
 
 func (q *Queue) validate(j NewJob) (jobRow, error) {
@@ -126,6 +140,9 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 		return r, err
 	}
 	if r.meta, err = encodeMeta(j.Meta); err != nil {
+		return r, err
+	}
+	if r.follows, err = q.validateFollows(j, r.queue); err != nil {
 		return r, err
 	}
 	if len(r.payload) > q.opts.MaxPayloadBytes {
@@ -220,10 +237,17 @@ func (q *Queue) enqueue(ctx context.Context, j NewJob) (int64, error) {
 		return 0, fmt.Errorf("enqueue %s: %w", r.queue, errWriteInsideAck)
 	}
 	var id int64
-	err = q.write(ctx, q.sql(insertJobSQL), func(c conn) (err error) {
-		id, err = q.insert(ctx, c, r) // created_at read once the lock is held
-		return err
-	})
+	if r.follows.any() {
+		err = q.withTx(ctx, func(tx txConn) (err error) {
+			id, err = q.insertFollowing(ctx, tx, r)
+			return err
+		})
+	} else {
+		err = q.write(ctx, q.sql(insertJobSQL), func(c conn) (err error) {
+			id, err = q.insert(ctx, c, r) // created_at read once the lock is held
+			return err
+		})
+	}
 	if err != nil {
 		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
 	}
@@ -246,7 +270,7 @@ func (q *Queue) enqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, err
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", r.queue, err)
 	}
-	id, err := q.insert(ctx, tx, r)
+	id, err := q.insertFollowing(ctx, tx, r)
 	if err != nil {
 		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
 	}
@@ -341,6 +365,30 @@ func (q *Queue) validateBatch(jobs []NewJob) ([]jobRow, error) {
 	return rows, nil
 }
 
+// insertFollowing inserts one validated job on c, inside a transaction,
+// with what it waits for and calls back.
+func (q *Queue) insertFollowing(ctx context.Context, c conn, r jobRow) (int64, error) {
+	id, err := q.insert(ctx, c, r)
+	if err != nil || !r.follows.any() {
+		return id, err
+	}
+	return id, q.follow(ctx, c, id, r.follows)
+}
+
+// followAll stores, for every job of a batch just inserted, what it waits
+// for and calls back.
+func (q *Queue) followAll(ctx context.Context, c conn, rows []jobRow, out []Enqueued) error {
+	for i, r := range rows {
+		if out[i].Duplicate || !r.follows.any() {
+			continue
+		}
+		if err := q.follow(ctx, c, out[i].ID, r.follows); err != nil {
+			return fmt.Errorf("job %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // insertBatch inserts validated jobs in order on c, which is inside a
 // transaction that the caller rolls back (or back to a savepoint) on an
 // error; a held unique key is an outcome, not an error. A batch without
@@ -349,6 +397,14 @@ func (q *Queue) validateBatch(jobs []NewJob) ([]jobRow, error) {
 // even when every job then goes in, since an error must mean that nothing
 // was written.
 func (q *Queue) insertBatch(ctx context.Context, c conn, rows []jobRow) ([]Enqueued, error) {
+	out, err := q.insertRows(ctx, c, rows)
+	if err != nil {
+		return nil, err
+	}
+	return out, q.followAll(ctx, c, rows, out)
+}
+
+func (q *Queue) insertRows(ctx context.Context, c conn, rows []jobRow) ([]Enqueued, error) {
 	if len(rows) > 1 && !slices.ContainsFunc(rows, func(r jobRow) bool { return r.uniqueKey.Valid }) {
 		out, err := q.insertMany(ctx, c, rows)
 		if err == nil {

@@ -16,11 +16,15 @@ const (
 	StateRunning   State = "running"   // leased by a worker
 	StateDone      State = "done"      // acknowledged with a result
 	StateDead      State = "dead"      // failed with no attempts left, or permanently
-	StateCancelled State = "cancelled" // cancelled by an admin
+	StateCancelled State = "cancelled" // cancelled by an admin, or by a dependency that did not end done
+	StateBlocked   State = "blocked"   // waiting for the jobs it depends on (NewJob.DependsOn)
 )
 
-// States lists every state in the order a job moves through them.
-var States = []State{StateAvailable, StateRunning, StateDone, StateDead, StateCancelled}
+// States lists every state in the order a job moves through them, with
+// blocked (which comes before available, for a job that waits for others)
+// last, where it was added, so that the columns of lite stats keep their
+// places.
+var States = []State{StateAvailable, StateRunning, StateDone, StateDead, StateCancelled, StateBlocked}
 
 func (s State) valid() bool {
 	for _, v := range States {

@@ -234,6 +234,7 @@ func TestQueueStatsJSON(t *testing.T) {
   "queue": "mail",
   "counts": {
     "available": 3,
+    "blocked": 0,
     "cancelled": 0,
     "dead": 0,
     "done": 5,

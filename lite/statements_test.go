@@ -98,6 +98,14 @@ var statements = map[string]any{
 	"previewsSQL":         previewsSQL,
 	"jobStatesSQL":        jobStatesSQL,
 	"reportSQL":           reportSQL,
+	"lockDepsSQL":         lockDepsSQL,
+	"insertDepsSQL":       insertDepsSQL,
+	"setFollowsSQL":       setFollowsSQL,
+	"insertBatchSQL":      insertBatchSQL,
+	"dependenciesSQL":     dependenciesSQL,
+	"dependentsSQL":       dependentsSQL,
+	"batchSQL":            batchSQL,
+	"linksSQL":            linksSQL,
 }
 
 // fragments are the parts that statements are built from: checked for

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -23,28 +24,68 @@ func BenchmarkWorkerNoop(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var done atomic.Int64
-			all := make(chan struct{})
-			w, err := lite.NewWorker(q, lite.WorkerOptions{Concurrency: c, OnEvent: func(ev lite.Event) {
-				if ev.Kind == lite.EventDone && done.Add(1) == int64(b.N) {
-					close(all)
-				}
-			}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
-			ctx, stop := context.WithCancel(b.Context())
-			ran := make(chan struct{})
-			b.ResetTimer()
-			go func() { w.Run(ctx); close(ran) }()
-			<-all
-			b.StopTimer()
-			stop()
-			<-ran // before the queue closes, or the worker's last writes fail
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+			drain(b, q, c)
 		})
 	}
+}
+
+// BenchmarkWorkerComposite drains b.N jobs at concurrency 256, every one
+// in a batch of up to 1000 whose callback goes to a queue nobody serves,
+// and half of them waiting for one of the other half, whose ack unblocks
+// it: the cost of the triggers that count ends, against plain jobs.
+func BenchmarkWorkerComposite(b *testing.B) {
+	job := lite.NewJob{Kind: "noop", Payload: []byte("{}")}
+	b.Run("plain/concurrency-256", func(b *testing.B) {
+		q := mustOpenOpts(b, filepath.Join(b.TempDir(), "w.db"), lite.Options{Synchronous: lite.SyncNormal})
+		for left := b.N; left > 0; left -= 1000 {
+			if _, err := q.EnqueueBatch(b.Context(), slices.Repeat([]lite.NewJob{job}, min(left, 1000))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		drain(b, q, 256)
+	})
+	b.Run("batch-and-dependency/concurrency-256", func(b *testing.B) {
+		q := mustOpenOpts(b, filepath.Join(b.TempDir(), "w.db"), lite.Options{Synchronous: lite.SyncNormal})
+		for left := b.N; left > 0; left -= 1000 {
+			steps := make([]lite.Step, min(left, 1000))
+			for i := range steps {
+				steps[i] = lite.Step{Name: strconv.Itoa(i), Job: job}
+				if half := len(steps) / 2; i >= half && i-half < half {
+					steps[i].After = []string{strconv.Itoa(i - half)}
+				}
+			}
+			wf := lite.Workflow{Steps: steps, Batch: &lite.Callback{Queue: "reports", Kind: "report"}}
+			if _, err := q.EnqueueWorkflow(b.Context(), wf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		drain(b, q, 256)
+	})
+}
+
+// drain runs a Worker of concurrency c until b.N jobs of kind noop are
+// done (callbacks are not counted), timing that alone.
+func drain(b *testing.B, q *lite.Queue, c int) {
+	var done atomic.Int64
+	all := make(chan struct{})
+	w, err := lite.NewWorker(q, lite.WorkerOptions{Concurrency: c, OnEvent: func(ev lite.Event) {
+		if ev.Kind == lite.EventDone && ev.Job.Kind == "noop" && done.Add(1) == int64(b.N) {
+			close(all)
+		}
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+	ctx, stop := context.WithCancel(b.Context())
+	ran := make(chan struct{})
+	b.ResetTimer()
+	go func() { w.Run(ctx); close(ran) }()
+	<-all
+	b.StopTimer()
+	stop()
+	<-ran // before the queue closes, or the worker's last writes fail
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
 
 // BenchmarkEnqueue adds jobs one per call and in batches of 100 and 1000,

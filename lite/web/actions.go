@@ -33,7 +33,7 @@ var jobActions = []jobAction{
 	{
 		Name: "cancel", Title: "Cancel",
 		Confirm: "Cancel this job: it never runs, or its running lease is voided and its worker told to stop.",
-		States:  []lite.State{lite.StateAvailable, lite.StateRunning},
+		States:  []lite.State{lite.StateBlocked, lite.StateAvailable, lite.StateRunning},
 		do:      func(ctx context.Context, q *lite.Queue, id int64) error { return q.Cancel(ctx, id) },
 	},
 	{

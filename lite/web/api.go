@@ -54,6 +54,24 @@ func (s *server) routeAPI(mux *http.ServeMux) {
 		j, err := s.q.Get(r.Context(), id)
 		s.reply(w, r, j, err)
 	})
+	mux.HandleFunc("GET /api/jobs/{id}/links", func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			s.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+		l, err := s.q.Links(r.Context(), id)
+		s.reply(w, r, l, err)
+	})
+	mux.HandleFunc("GET /api/batches/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			s.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+		b, err := s.q.GetBatch(r.Context(), id)
+		s.reply(w, r, b, err)
+	})
 	mux.HandleFunc("GET /api/workers", func(w http.ResponseWriter, r *http.Request) {
 		ws, err := s.workers(r)
 		s.reply(w, r, ws, err)

@@ -167,3 +167,39 @@ func TestAPIListsOfNothing(t *testing.T) {
 		})
 	})
 }
+
+func TestAPIServesAJobsLinksAndABatchsProgress(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
+		is := is.New(t)
+		h := handler(q, clock, web.Options{})
+		wf, err := q.EnqueueWorkflow(t.Context(), lite.Workflow{
+			Steps: []lite.Step{{Name: "fetch", Job: lite.NewJob{Kind: "fetch"}}, {Job: lite.NewJob{Kind: "publish"}, After: []string{"fetch"}}},
+			Batch: &lite.Callback{Kind: "report"},
+		})
+		is.NoErr(err)
+
+		var links struct {
+			WaitsFor []struct {
+				ID    int64
+				State lite.State
+			} `json:"waits_for"`
+			Pending int
+			Policy  string
+			Batch   int64
+		}
+		w := get(h, fmt.Sprintf("/api/jobs/%d/links", wf.IDs[1]))
+		is.Equal(w.Code, http.StatusOK)
+		decode(t, w.Body.Bytes(), &links)
+		is.Equal(len(links.WaitsFor), 1)
+		is.Equal(links.WaitsFor[0].ID, wf.IDs[0])
+		is.Equal(links.WaitsFor[0].State, lite.StateAvailable)
+		is.Equal([]any{links.Pending, links.Policy, links.Batch}, []any{1, "cancel", wf.Batch})
+
+		var b struct{ Total, Done, Pending int }
+		w = get(h, fmt.Sprintf("/api/batches/%d", wf.Batch))
+		is.Equal(w.Code, http.StatusOK)
+		decode(t, w.Body.Bytes(), &b)
+		is.Equal([]int{b.Total, b.Done, b.Pending}, []int{2, 0, 2})
+		is.Equal(get(h, "/api/batches/999").Code, http.StatusNotFound)
+	})
+}

@@ -329,6 +329,8 @@ type jobView struct {
 	Actions                 []jobAction
 	Wait, Run               time.Duration
 	Scheduled               bool
+	Links                   lite.Links
+	Batch                   lite.Batch // zero ID: none
 	progressView
 }
 
@@ -338,6 +340,9 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := jobView{Job: j, Scheduled: scheduled(j, s.opts.Now()), progressView: progressOf(j)}
+	if !s.workflow(w, r, &v) {
+		return
+	}
 	v.Wait, v.Run = timings(j, s.opts.Now())
 	v.Payload, v.PayloadJSON = content(j.Payload)
 	v.Result, v.ResultJSON = content(j.Result)
@@ -350,6 +355,20 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, r, http.StatusOK, "job", v)
+}
+
+// workflow reads what the job waits for, what waits for it and its batch
+// into v; on an error it writes the answer.
+func (s *server) workflow(w http.ResponseWriter, r *http.Request, v *jobView) bool {
+	var err error
+	if v.Links, err = s.q.Links(r.Context(), v.Job.ID); err == nil && v.Links.Batch != 0 {
+		v.Batch, err = s.q.GetBatch(r.Context(), v.Links.Batch)
+	}
+	if err != nil {
+		s.fail(w, r, status(err), err.Error())
+		return false
+	}
+	return true
 }
 
 // job reads the job the path names; on an error it writes the answer.

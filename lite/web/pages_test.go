@@ -178,3 +178,27 @@ func TestFormActions(t *testing.T) {
 		})
 	})
 }
+
+func TestAJobPageShowsItsWorkflow(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
+		is := is.New(t)
+		h := handler(q, clock, web.Options{})
+		wf, err := q.EnqueueWorkflow(t.Context(), lite.Workflow{
+			Steps: []lite.Step{{Name: "fetch", Job: lite.NewJob{Kind: "fetch"}}, {Job: lite.NewJob{Kind: "<b>publish"}, After: []string{"fetch"}}},
+			Batch: &lite.Callback{Kind: "report"},
+		})
+		is.NoErr(err)
+		fetch, publish := wf.IDs[0], wf.IDs[1]
+
+		body := get(h, fmt.Sprintf("/jobs/%d", publish)).Body.String()
+		is.True(strings.Contains(body, `<span class="state blocked">blocked</span>`))
+		is.True(strings.Contains(body, fmt.Sprintf(`<dd class="waits-for"><a href="../jobs/%d">%d</a> fetch <span class="state available">available</span>`, fetch, fetch)))
+		is.True(strings.Contains(body, "1 not done; if one ends dead or cancelled: cancel"))
+		is.True(strings.Contains(body, fmt.Sprintf(`<dd class="batch">%d: 0 done, 0 dead, 0 cancelled, 2 pending of 2</dd>`, wf.Batch)))
+		is.True(strings.Contains(body, "action=cancel")) // a blocked job can be cancelled
+
+		body = get(h, fmt.Sprintf("/jobs/%d", fetch)).Body.String()
+		is.True(strings.Contains(body, fmt.Sprintf(`<dd class="waited-by"><a href="../jobs/%d">%d</a>`, publish, publish)))
+		is.True(strings.Contains(body, "&lt;b&gt;publish")) // a kind is escaped
+	})
+}
