@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -233,6 +234,18 @@ func TestASequenceRunsEachKeyInOrder(t *testing.T) {
 			is.Equal(order["b"], []int64{ids[1], ids[4]})
 		})
 
+		t.Run("a running job holds its key until it ends", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			is.NoErr(q.SetLimits(t.Context(), "q", lite.Limits{Sequence: lite.SequenceContinue}))
+			ids := enqueueKeyed(t, q, "a", "a")
+			j := mustLeaseOne(t, q, "q")
+			is.Equal(j.ID, ids[0])
+			is.Equal(len(leaseN(t, q, "q", 10)), 0) // the next waits for the one running
+			is.NoErr(q.AckDone(t.Context(), j.Lease(), nil))
+			is.Equal(leaseN(t, q, "q", 10)[0].ID, ids[1])
+		})
+
 		t.Run("a failed job waiting to retry holds its key", func(t *testing.T) {
 			is := is.New(t)
 			clock := newFakeClock()
@@ -279,6 +292,77 @@ func TestASequenceRunsEachKeyInOrder(t *testing.T) {
 			got := leaseN(t, q, "q", 10)
 			is.Equal(len(got), 1)
 			is.Equal(got[0].ID, ids[2]) // b goes on; a waits on its cancelled job
+		})
+	})
+}
+
+// TestAKeyedLeaseOnPostgresCountsAfterTheLeaseBeforeIt freezes one
+// host's lease of a queue with a per-key limit once it holds the queue's
+// row: the other host's lease of that queue waits for it, and so counts
+// the key's running jobs after the frozen lease commits, never beside it.
+// Without the lock, both would count the key free and each start a job.
+func TestAKeyedLeaseOnPostgresCountsAfterTheLeaseBeforeIt(t *testing.T) {
+	e := onPostgres(t)
+	for _, l := range []lite.Limits{{MaxRunningPerKey: 1}, {Sequence: lite.SequenceContinue}} {
+		is := is.New(t)
+		ctx := context.WithoutCancel(t.Context())
+		first, dsn := e.mustOpen(t, newFakeClock())
+		second := mustOpenOpts(t, dsn, lite.Options{})
+		is.NoErr(first.SetLimits(ctx, "q", l))
+		enqueueKeyed(t, first, "a", "a")
+		hook, frozen, thaw := freezeFirst(t)
+		lite.FreezeAfterFlowLock(t, hook)
+		ended := make(chan string, 2)
+		lease := func(name string, q *lite.Queue) {
+			jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"q"}, Max: 2})
+			if err != nil {
+				t.Error(err)
+			}
+			ended <- name + ":" + strconv.Itoa(len(jobs))
+		}
+		go lease("first", first)
+		select {
+		case <-frozen:
+		case got := <-ended:
+			t.Fatalf("%s: the first lease took no lock of its keyed queue", got)
+		}
+		go lease("second", second)
+		select {
+		case got := <-ended: // the second did not wait for the first's lock
+			thaw()
+			t.Fatalf("%s ended while the first lease held its queue's row", got)
+		case <-time.After(300 * time.Millisecond):
+		}
+		thaw()
+		is.Equal(<-ended, "first:1")
+		is.Equal(<-ended, "second:0") // it counted the first's job as running
+	}
+}
+
+func TestNextRunAtLeavesOutExpiredJobsAndHoldsKeyedOnes(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("an expired job gives no run time, so an idle worker does not spin on it", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			mustEnqueue(t, q, lite.NewJob{Queue: "q", ExpiresIn: time.Second})
+			clock.Advance(time.Second)
+			at, held, err := lite.NextRunAt(t.Context(), q, []string{"q"})
+			is.NoErr(err)
+			is.True(at.IsZero())
+			is.True(!held)
+		})
+
+		t.Run("a ready job its key holds back waits for a slot, not for a time", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			is.NoErr(q.SetLimits(t.Context(), "q", lite.Limits{MaxRunningPerKey: 1}))
+			enqueueKeyed(t, q, "a", "a")
+			mustLeaseOne(t, q, "q")
+			at, held, err := lite.NextRunAt(t.Context(), q, []string{"q"})
+			is.NoErr(err)
+			is.True(at.IsZero())
+			is.True(held)
 		})
 	})
 }
