@@ -78,8 +78,25 @@ var leaseSet = stmt{
     lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4`,
 }
 
-// leaseFlow is lite_flow for a lease: its now is leased_at.
-var leaseFlow = flowCTE(2)
+// leaseFlow is lite_flow for a lease (its now is leased_at), and
+// lite_full_keys: the keys of queues with per-key settings that may start
+// no job now, counted once per lease, so that the walk passes their jobs
+// at the cost of a look-up each, as it passes a full queue's. The guard
+// (see leaseGuard) counts again for the keys left, exactly.
+var leaseFlow = stmt{
+	sqlite: flowCTE(2).sqlite + `,
+lite_full_keys as materialized (
+    select r.queue, r.job_key from lite_jobs r join lite_flow f on f.queue = r.queue
+    where r.state = 'running' and r.job_key is not null and (f.per_key > 0 or f.sequence <> '')
+    group by r.queue, r.job_key
+    having count(*) >= max(case when f.sequence <> '' then 1 else f.per_key end))`,
+	postgres: flowCTE(2).postgres + `,
+lite_full_keys as materialized (
+    select r.queue, r.job_key from lite_jobs r join lite_flow f on f.queue = r.queue
+    where r.state = 'running' and r.job_key is not null and (f.per_key > 0 or f.sequence <> '')
+    group by r.queue, r.job_key
+    having count(*) >= max(case when f.sequence <> '' then 1 else f.per_key end))`,
+}
 
 // leaseSQL claims up to N available jobs in one statement. The filters vary
 // with the request, so there are six texts, each prepared once.
@@ -204,7 +221,8 @@ var leaseGuard = stmt{
 	sqlite: `
   and (expires_at is null or expires_at > ?2)
   and (job_key is null or (
-      coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0
+      (queue, job_key) not in (select queue, job_key from lite_full_keys)
+      and (coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0
       or (select count(*) from lite_jobs r
           where r.state = 'running' and r.queue = lite_jobs.queue and r.job_key = lite_jobs.job_key)
         + (select count(*) from (select 1 from lite_jobs a
@@ -215,7 +233,7 @@ var leaseGuard = stmt{
           where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
             and a.priority = lite_jobs.priority and (a.run_at, a.id) < (lite_jobs.run_at, lite_jobs.id)
           limit (select max(per_key) from lite_flow)) as a)
-        < (select f.per_key from lite_flow f where f.queue = lite_jobs.queue))
+        < (select f.per_key from lite_flow f where f.queue = lite_jobs.queue)))
     and (coalesce((select f.sequence from lite_flow f where f.queue = lite_jobs.queue), '') = ''
       or not exists (select 1 from lite_jobs o
           where o.queue = lite_jobs.queue and o.job_key = lite_jobs.job_key and o.state <> 'done' and o.id <> lite_jobs.id
@@ -224,7 +242,8 @@ var leaseGuard = stmt{
 	postgres: `
   and (expires_at is null or expires_at > $2)
   and (job_key is null or (
-      coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0
+      (queue, job_key) not in (select queue, job_key from lite_full_keys)
+      and (coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0
       or (select count(*) from lite_jobs r
           where r.state = 'running' and r.queue = lite_jobs.queue and r.job_key = lite_jobs.job_key)
         + (select count(*) from (select 1 from lite_jobs a
@@ -235,7 +254,7 @@ var leaseGuard = stmt{
           where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
             and a.priority = lite_jobs.priority and (a.run_at, a.id) < (lite_jobs.run_at, lite_jobs.id)
           limit (select max(per_key) from lite_flow)) as a)
-        < (select f.per_key from lite_flow f where f.queue = lite_jobs.queue))
+        < (select f.per_key from lite_flow f where f.queue = lite_jobs.queue)))
     and (coalesce((select f.sequence from lite_flow f where f.queue = lite_jobs.queue), '') = ''
       or not exists (select 1 from lite_jobs o
           where o.queue = lite_jobs.queue and o.job_key = lite_jobs.job_key and o.state <> 'done' and o.id <> lite_jobs.id

@@ -1,0 +1,68 @@
+package lite_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/liteq/lite/lite"
+)
+
+// BenchmarkWorkerLimits drains b.N prefilled jobs with a no-op handler at
+// concurrency 64 under a queue's MaxRunning of 32, and under a
+// MaxRunningPerKey of 2 over 16 keys (so also at most 32 running): the
+// per-key limit's cost in the lease against the queue limit's. Keys come
+// interleaved (one job of each in turn) or in blocks (each key's jobs
+// together, the walk's worst case: it passes a key's backlog to reach
+// the next key). Compare jobs/s within a run.
+func BenchmarkWorkerLimits(b *testing.B) {
+	const keys = 16
+	for _, c := range []struct {
+		name   string
+		limits lite.Limits
+		key    func(i, n int) string
+	}{
+		{"queue-limit", lite.Limits{MaxRunning: 2 * keys}, func(int, int) string { return "" }},
+		{"per-key-interleaved", lite.Limits{MaxRunningPerKey: 2}, func(i, _ int) string { return fmt.Sprint(i % keys) }},
+		{"per-key-blocks", lite.Limits{MaxRunningPerKey: 2}, func(i, n int) string { return fmt.Sprint(i * keys / n) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			q := mustOpenOpts(b, filepath.Join(b.TempDir(), "w.db"), lite.Options{Synchronous: lite.SyncNormal})
+			if err := q.SetLimits(b.Context(), "q", c.limits); err != nil {
+				b.Fatal(err)
+			}
+			jobs := make([]lite.NewJob, 0, 1000)
+			for i := range b.N {
+				jobs = append(jobs, lite.NewJob{Queue: "q", Kind: "noop", Payload: []byte("{}"), Key: c.key(i, b.N)})
+				if len(jobs) == cap(jobs) || i == b.N-1 {
+					if _, err := q.EnqueueBatch(b.Context(), jobs); err != nil {
+						b.Fatal(err)
+					}
+					jobs = jobs[:0]
+				}
+			}
+			var done atomic.Int64
+			all := make(chan struct{})
+			w, err := lite.NewWorker(q, lite.WorkerOptions{Concurrency: 64, OnEvent: func(ev lite.Event) {
+				if ev.Kind == lite.EventDone && done.Add(1) == int64(b.N) {
+					close(all)
+				}
+			}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+			ctx, stop := context.WithCancel(b.Context())
+			ran := make(chan struct{})
+			b.ResetTimer()
+			go func() { w.Run(ctx); close(ran) }()
+			<-all
+			b.StopTimer()
+			stop()
+			<-ran
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}
