@@ -79,19 +79,7 @@ func TestAPerKeyLimitHoldsAcrossWorkerProcesses(t *testing.T) {
 			w := startWorker(t, db, nil, handler...)
 			workers[w.Process.Pid] = w
 		}
-		var victim *exec.Cmd
-		eventually(t, "a worker runs a job", func() bool {
-			b, _ := os.ReadFile(filepath.Join(dir, "k0"))
-			for line := range strings.Lines(string(b)) {
-				f := strings.Fields(line)
-				if len(f) == 3 && f[0] == "start" && !strings.Contains(string(b), "end "+f[1]+" "+f[2]+"\n") {
-					pid, _ := strconv.Atoi(f[1])
-					victim = workers[pid]
-					return victim != nil
-				}
-			}
-			return false
-		})
+		victim := workerMidJob(t, filepath.Join(dir, "k0"), workers)
 		is.NoErr(victim.Process.Signal(syscall.SIGKILL)) // mid-job: its slot comes back at reclaim
 		victim.Wait()
 		for k := range keys {

@@ -1,10 +1,8 @@
 package lite_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/liteq/lite/lite"
@@ -43,26 +41,7 @@ func BenchmarkWorkerLimits(b *testing.B) {
 					jobs = jobs[:0]
 				}
 			}
-			var done atomic.Int64
-			all := make(chan struct{})
-			w, err := lite.NewWorker(q, lite.WorkerOptions{Concurrency: 64, OnEvent: func(ev lite.Event) {
-				if ev.Kind == lite.EventDone && done.Add(1) == int64(b.N) {
-					close(all)
-				}
-			}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
-			ctx, stop := context.WithCancel(b.Context())
-			ran := make(chan struct{})
-			b.ResetTimer()
-			go func() { w.Run(ctx); close(ran) }()
-			<-all
-			b.StopTimer()
-			stop()
-			<-ran
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+			drainNoop(b, q, 64)
 		})
 	}
 }

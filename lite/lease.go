@@ -84,19 +84,17 @@ var leaseSet = stmt{
 // at the cost of a look-up each, as it passes a full queue's. The guard
 // (see leaseGuard) counts again for the keys left, exactly.
 var leaseFlow = stmt{
-	sqlite: flowCTE(2).sqlite + `,
-lite_full_keys as materialized (
-    select r.queue, r.job_key from lite_jobs r join lite_flow f on f.queue = r.queue
-    where r.state = 'running' and r.job_key is not null and (f.per_key > 0 or f.sequence <> '')
-    group by r.queue, r.job_key
-    having count(*) >= max(case when f.sequence <> '' then 1 else f.per_key end))`,
-	postgres: flowCTE(2).postgres + `,
-lite_full_keys as materialized (
-    select r.queue, r.job_key from lite_jobs r join lite_flow f on f.queue = r.queue
-    where r.state = 'running' and r.job_key is not null and (f.per_key > 0 or f.sequence <> '')
-    group by r.queue, r.job_key
-    having count(*) >= max(case when f.sequence <> '' then 1 else f.per_key end))`,
+	sqlite:   flowCTE(2).sqlite + fullKeysCTE,
+	postgres: flowCTE(2).postgres + fullKeysCTE,
 }
+
+// fullKeysCTE is lite_full_keys, the same text in both dialects.
+const fullKeysCTE = `,
+lite_full_keys as materialized (
+    select r.queue, r.job_key from lite_jobs r join lite_flow f on f.queue = r.queue
+    where r.state = 'running' and r.job_key is not null and (f.per_key > 0 or f.sequence <> '')
+    group by r.queue, r.job_key
+    having count(*) >= max(case when f.sequence <> '' then 1 else f.per_key end))`
 
 // leaseSQL claims up to N available jobs in one statement. The filters vary
 // with the request, so there are six texts, each prepared once.
