@@ -85,21 +85,7 @@ func TestMaxRunningHoldsAcrossWorkerProcesses(t *testing.T) {
 			w := startWorker(t, db, nil, handler...)
 			workers[w.Process.Pid] = w
 		}
-		// The victim is a worker with a handler running: its start is in
-		// the log and its end is not.
-		var victim *exec.Cmd
-		eventually(t, "a worker runs a job", func() bool {
-			b, _ := os.ReadFile(log)
-			for line := range strings.Lines(string(b)) {
-				f := strings.Fields(line)
-				if len(f) == 3 && f[0] == "start" && !strings.Contains(string(b), "end "+f[1]+" "+f[2]+"\n") {
-					pid, _ := strconv.Atoi(f[1])
-					victim = workers[pid]
-					return victim != nil
-				}
-			}
-			return false
-		})
+		victim := workerMidJob(t, log, workers)
 		is.NoErr(victim.Process.Signal(syscall.SIGKILL)) // mid-job
 		victim.Wait()
 		appendLine(t, log, fmt.Sprintf("killed %d -\n", victim.Process.Pid))
@@ -173,6 +159,26 @@ func leaseTimes(t *testing.T, db string) []time.Time {
 	}
 	slices.SortFunc(at, time.Time.Compare)
 	return at
+}
+
+// workerMidJob waits for one of workers to run a job, as a log of "start
+// WORKER JOB" and "end WORKER JOB" lines shows (see mostAtOnce), and
+// returns it: its start is in the log and its end is not.
+func workerMidJob(t *testing.T, log string, workers map[int]*exec.Cmd) (victim *exec.Cmd) {
+	t.Helper()
+	eventually(t, "a worker runs a job", func() bool {
+		b, _ := os.ReadFile(log)
+		for line := range strings.Lines(string(b)) {
+			f := strings.Fields(line)
+			if len(f) == 3 && f[0] == "start" && !strings.Contains(string(b), "end "+f[1]+" "+f[2]+"\n") {
+				pid, _ := strconv.Atoi(f[1])
+				victim = workers[pid]
+				return victim != nil
+			}
+		}
+		return false
+	})
+	return victim
 }
 
 // appendLine appends line to the file at path, as the handlers' >> does.

@@ -29,7 +29,7 @@ CREATE TABLE lite_jobs (
     created_at   integer not null,
     finished_at  integer
 , stale_after_ms integer, tags text not null default '[]', meta text not null default '{}', progress text, progress_note text, log_tail text, deps_pending integer not null default 0, has_dependents integer not null default 0, on_dep_failure text not null default 'cancel'
-    check (on_dep_failure in ('cancel', 'run', 'block')), callback text, batch_id integer) strict;
+    check (on_dep_failure in ('cancel', 'run', 'block')), callback text, batch_id integer, expires_at integer, job_key text) strict;
 
 CREATE INDEX lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
     where state = 'available';
@@ -64,7 +64,7 @@ CREATE TABLE lite_queues (
     rate_per_ms   integer not null default 0 check (rate_per_ms >= 0),
     window_start  integer not null default 0,
     window_starts integer not null default 0
-) strict;
+, max_per_key integer not null default 0 check (max_per_key >= 0), sequence text not null default '' check (sequence in ('', 'continue', 'block'))) strict;
 
 CREATE TRIGGER lite_queues_count_start after update of state on lite_jobs
     when new.state = 'running' and old.state = 'available'
@@ -193,3 +193,15 @@ begin
 end;
 
 CREATE INDEX lite_jobs_batch on lite_jobs (batch_id) where batch_id is not null;
+
+CREATE INDEX lite_jobs_expiring on lite_jobs (expires_at)
+    where state = 'available' and expires_at is not null;
+
+CREATE INDEX lite_jobs_keyed on lite_jobs (queue, job_key, priority desc, run_at, id)
+    where state = 'available' and job_key is not null;
+
+CREATE INDEX lite_jobs_key_running on lite_jobs (queue, job_key)
+    where state = 'running' and job_key is not null;
+
+CREATE INDEX lite_jobs_key_order on lite_jobs (queue, job_key, id)
+    where job_key is not null and state <> 'done';

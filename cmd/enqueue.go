@@ -32,13 +32,17 @@ type enqueueCmd struct {
 	After       []int64           `placeholder:"ID" help:"Wait for these jobs (repeat, or 1,2): blocked until they are done."`
 	OnDepFail   string            `name:"on-dep-failure" enum:"cancel,run,block" default:"cancel" help:"With --after, when a job waited for ends dead or cancelled: cancel this one, run it anyway, or leave it blocked (cancel, run, block)."`
 	Callback    string            `placeholder:"KIND" help:"When this job ends (done, dead or cancelled), enqueue a job of this kind in the same queue, its meta naming the job (lite.job) and how it ended (lite.state)."`
+	Key         string            `placeholder:"KEY" help:"Group the job by this key (a customer, a host) for its queue's --per-key limit and --sequence (see lite limit)."`
+	ExpiresIn   time.Duration     `placeholder:"D" help:"Cancel the job if it has not started within this long from now (e.g. 10m)."`
+	ExpiresAt   string            `placeholder:"TIME" help:"Cancel the job if it has not started by this time, written as for --at."`
 	File        string            `type:"path" help:"Enqueue every line of this JSON Lines file; - reads standard input."`
 	Batch       string            `placeholder:"KIND" help:"With --file: enqueue the file's jobs as one batch, in one transaction, and when the last of them ends, a job of this kind whose meta counts how they ended (lite.batch, lite.done, lite.dead, lite.cancelled)."`
 	Wait        bool              `help:"Wait for the job to finish and print its result instead of its id, with the exit codes of lite wait (see lite wait --help)."`
 	Timeout     time.Duration     `help:"With --wait: give up after this long (exit 5); the job goes on."`
 	Payload     *string           `arg:"" optional:"" help:"The payload; - reads it from standard input; \"\" is an empty one."`
 
-	runAt time.Time // --at, read by Validate
+	runAt     time.Time // --at, read by Validate
+	expiresAt time.Time // --expires-at, read by Validate
 }
 
 // jsonLine is one line of an enqueue file. A string payload is stored as
@@ -59,6 +63,9 @@ type jsonLine struct {
 	Callback    string            `json:"callback"`
 	Name        string            `json:"name"`
 	AfterNames  []string          `json:"after_names"`
+	Key         string            `json:"key"`
+	ExpiresIn   string            `json:"expires_in"`
+	ExpiresAt   string            `json:"expires_at"`
 }
 
 // Validate refuses a queue, kind or tag no job can have, and reads --at.
@@ -75,6 +82,16 @@ func (c *enqueueCmd) Validate(kctx *kong.Context) error {
 			return fmt.Errorf("--at %s is outside 1970-01-01 to 9999-12-31", c.At)
 		}
 		c.runAt = at
+	}
+	if c.ExpiresAt != "" || flagGiven(kctx, "expires-at") {
+		at, err := parseAt(c.ExpiresAt, time.Local)
+		if err != nil {
+			return fmt.Errorf("--expires-at: %w", err)
+		}
+		if at.IsZero() {
+			return fmt.Errorf("--expires-at %s is outside 1970-01-01 to 9999-12-31", c.ExpiresAt)
+		}
+		c.expiresAt = at
 	}
 	return nil
 }
@@ -111,6 +128,12 @@ func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue
 	if c.Delay > 0 && !c.runAt.IsZero() {
 		return usagef("enqueue: give --delay or --at, not both")
 	}
+	if c.ExpiresIn < 0 {
+		return usagef("enqueue: --expires-in %s is negative", c.ExpiresIn)
+	}
+	if c.ExpiresIn > 0 && !c.expiresAt.IsZero() {
+		return usagef("enqueue: give --expires-in or --expires-at, not both")
+	}
 
 	payload, err := c.payload(env.Stdin)
 	if err != nil {
@@ -118,7 +141,8 @@ func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue
 	}
 	id, err := q.Enqueue(ctx, lite.NewJob{Queue: c.Queue, Kind: c.Kind, Payload: payload, Priority: c.Priority,
 		RunAt: c.runAt, Delay: c.Delay, MaxAttempts: c.MaxAttempts, UniqueKey: c.UniqueKey, Tags: c.Tag, Meta: c.Meta,
-		DependsOn: c.After, OnDependencyFailure: lite.DependencyPolicy(c.OnDepFail), Callback: callback(c.Callback)})
+		DependsOn: c.After, OnDependencyFailure: lite.DependencyPolicy(c.OnDepFail), Callback: callback(c.Callback),
+		Key: c.Key, ExpiresIn: c.ExpiresIn, ExpiresAt: c.expiresAt})
 	if errors.Is(err, lite.ErrDuplicate) {
 		return fmt.Errorf("enqueue: unique key %q is held by job %d", c.UniqueKey, id)
 	}
@@ -365,7 +389,7 @@ func (c *enqueueCmd) enqueueWorkflow(ctx context.Context, env Env, g *globals, q
 var errNotAnObject = errors.New(`not a JSON object: each line is one job, as {"payload": "hello", "queue": "mail"}`)
 
 // lineFields are the fields a line may have.
-const lineFields = "queue, kind, payload, priority, delay, run_at, max_attempts, unique_key, tags, meta, after, on_dep_failure, callback, name, after_names"
+const lineFields = "queue, kind, payload, priority, delay, run_at, max_attempts, unique_key, tags, meta, after, on_dep_failure, callback, name, after_names, key, expires_in, expires_at"
 
 // lineError words why a line did not decode, for a person fixing the file.
 func lineError(err error) error {
@@ -405,6 +429,28 @@ func callback(kind string) *lite.Callback {
 	return &lite.Callback{Kind: kind}
 }
 
+// lineExpiry sets j's expiry from its line's expires_in or expires_at,
+// or from the flags when the line gives neither.
+func (c *enqueueCmd) lineExpiry(j *lite.NewJob, l jsonLine) error {
+	switch {
+	case l.ExpiresIn != "":
+		d, err := time.ParseDuration(l.ExpiresIn)
+		if err != nil {
+			return fmt.Errorf(`"expires_in" %q is not a duration (90s, 5m, 1h30m)`, l.ExpiresIn)
+		}
+		j.ExpiresIn = d
+	case l.ExpiresAt != "":
+		at, err := time.Parse(time.RFC3339, l.ExpiresAt)
+		if err != nil {
+			return fmt.Errorf(`"expires_at" %q is not an RFC 3339 time (2026-12-01T21:37:05Z)`, l.ExpiresAt)
+		}
+		j.ExpiresAt = at
+	default:
+		j.ExpiresIn, j.ExpiresAt = c.ExpiresIn, c.expiresAt
+	}
+	return nil
+}
+
 // parseLine reads one JSON line; flags give the defaults for what it
 // leaves out.
 func (c *enqueueCmd) parseLine(text []byte) (lite.Step, error) {
@@ -428,7 +474,11 @@ func (c *enqueueCmd) parseLine(text []byte) (lite.Step, error) {
 func (c *enqueueCmd) lineJob(l jsonLine) (lite.NewJob, error) {
 	j := lite.NewJob{Queue: l.Queue, Kind: l.Kind, Priority: l.Priority, RunAt: l.RunAt,
 		MaxAttempts: l.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta,
-		DependsOn: l.After, OnDependencyFailure: lite.DependencyPolicy(l.OnDepFail), Callback: callback(l.Callback)}
+		DependsOn: l.After, OnDependencyFailure: lite.DependencyPolicy(l.OnDepFail), Callback: callback(l.Callback),
+		Key: cmp.Or(l.Key, c.Key)}
+	if err := c.lineExpiry(&j, l); err != nil {
+		return j, err
+	}
 	if j.Queue == "" {
 		j.Queue = c.Queue
 	}

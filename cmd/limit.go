@@ -14,9 +14,11 @@ import (
 
 // limitCmd sets a queue's limits across every process sharing the file.
 type limitCmd struct {
-	Queue      string `arg:"" predictor:"queue" help:"The queue to limit; it need not have jobs yet."`
-	MaxRunning *int   `name:"max-running" placeholder:"N" help:"At most N of its jobs run at once, across every process; 0 lifts the limit."`
-	Rate       *rate  `name:"rate" placeholder:"M/PERIOD" help:"At most M of its jobs start per PERIOD (50/1s, 100/1m, 10/s); none lifts the limit."`
+	Queue      string  `arg:"" predictor:"queue" help:"The queue to limit; it need not have jobs yet."`
+	MaxRunning *int    `name:"max-running" placeholder:"N" help:"At most N of its jobs run at once, across every process; 0 lifts the limit."`
+	Rate       *rate   `name:"rate" placeholder:"M/PERIOD" help:"At most M of its jobs start per PERIOD (50/1s, 100/1m, 10/s); none lifts the limit."`
+	PerKey     *int    `name:"per-key" placeholder:"N" help:"At most N of its jobs of one key (lite enqueue --key) run at once, across every process; 0 lifts the limit."`
+	Sequence   *string `name:"sequence" enum:"continue,block,none" placeholder:"continue|block|none" help:"Run each key's jobs one at a time in enqueue order; after a dead or cancelled job, continue with the next or block the key; none lifts it."`
 }
 
 // rate is a --rate value: M starts per period, or none.
@@ -62,11 +64,14 @@ func (r *rate) UnmarshalText(b []byte) error {
 // Run changes the limits the flags give and keeps the others, then prints
 // the queue's limits.
 func (c *limitCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
-	if c.MaxRunning == nil && c.Rate == nil {
-		return usagef("limit: give --max-running, --rate or both")
+	if c.MaxRunning == nil && c.Rate == nil && c.PerKey == nil && c.Sequence == nil {
+		return usagef("limit: give --max-running, --rate, --per-key or --sequence")
 	}
 	if c.MaxRunning != nil && *c.MaxRunning < 0 {
 		return usagef("limit: --max-running %d is negative; 0 lifts the limit", *c.MaxRunning)
+	}
+	if c.PerKey != nil && *c.PerKey < 0 {
+		return usagef("limit: --per-key %d is negative; 0 lifts the limit", *c.PerKey)
 	}
 	stats, err := q.Stats(ctx)
 	if err != nil {
@@ -84,6 +89,16 @@ func (c *limitCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) 
 	if c.Rate != nil {
 		l.Rate, l.Per = c.Rate.n, c.Rate.per
 	}
+	if c.PerKey != nil {
+		l.MaxRunningPerKey = *c.PerKey
+	}
+	switch {
+	case c.Sequence == nil:
+	case *c.Sequence == "none":
+		l.Sequence = lite.NoSequence
+	default:
+		l.Sequence = lite.Sequence(*c.Sequence)
+	}
 	if err := q.SetLimits(ctx, c.Queue, l); err != nil {
 		return err
 	}
@@ -93,7 +108,9 @@ func (c *limitCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) 
 			MaxRunning int    `json:"max_running"`
 			Rate       int    `json:"rate"`
 			RatePerMS  int64  `json:"rate_per_ms"`
-		}{c.Queue, l.MaxRunning, l.Rate, l.Per.Milliseconds()})
+			PerKey     int    `json:"max_running_per_key"`
+			Sequence   string `json:"sequence"`
+		}{c.Queue, l.MaxRunning, l.Rate, l.Per.Milliseconds(), l.MaxRunningPerKey, string(l.Sequence)})
 	}
 	_, err = fmt.Fprintf(env.Stdout, "queue %s: %s\n", safe(c.Queue), describeLimits(l))
 	return err
@@ -107,6 +124,12 @@ func describeLimits(l lite.Limits) string {
 	}
 	if l.Rate > 0 {
 		parts = append(parts, fmt.Sprintf("%d starts per %s", l.Rate, l.Per))
+	}
+	if l.MaxRunningPerKey > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d running per key", l.MaxRunningPerKey))
+	}
+	if l.Sequence != lite.NoSequence {
+		parts = append(parts, fmt.Sprintf("one at a time per key in order (%s after a dead or cancelled job)", l.Sequence))
 	}
 	if len(parts) == 0 {
 		return "no limits"

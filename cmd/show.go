@@ -47,6 +47,8 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 	row("lease token", orDash(j.LeaseToken))
 	row("finished at", stamp(j.FinishedAt, now))
 	row("unique key", orDash(j.UniqueKey))
+	row("key", orDash(j.Key))
+	row("expires at", stamp(j.ExpiresAt, now))
 	row("tags", orDash(strings.Join(j.Tags, ",")))
 	for _, k := range slices.Sorted(maps.Keys(j.Meta)) {
 		row("meta "+safe(k), safe(j.Meta[k]))

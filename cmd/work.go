@@ -353,6 +353,7 @@ func (c *workerFlags) handler(argv []string, log *slog.Logger, db string, shutdo
 			"LITE_JOB_ATTEMPT="+strconv.Itoa(job.Attempts),
 			"LITE_JOB_QUEUE="+job.Queue,
 			"LITE_JOB_KIND="+job.Kind,
+			"LITE_JOB_KEY="+job.Key,
 			"LITE_JOB_TOKEN="+job.LeaseToken,
 			"LITE_DB="+db, // for lite progress and lite log
 		)

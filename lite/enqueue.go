@@ -61,7 +61,22 @@ type NewJob struct {
 	// whoever ends it: done, dead, cancelled, reclaimed with its last
 	// attempt spent.
 	Callback *Callback
+	// Key groups the job with others of its queue (a customer, a remote
+	// host) for the queue's MaxRunningPerKey and Sequence (see Limits):
+	// up to MaxKeyBytes, valid UTF-8 without control characters. A queue
+	// without such settings ignores it.
+	Key string
+	// ExpiresAt is when the job must have started by: once it has passed,
+	// no lease takes the job, and the reclaim pass cancels it with the
+	// reason in its errors (see CancelExpired). Default never.
+	ExpiresAt time.Time
+	// ExpiresIn sets ExpiresAt to this long from now. Set ExpiresAt or
+	// ExpiresIn, not both.
+	ExpiresIn time.Duration
 }
+
+// MaxKeyBytes bounds NewJob.Key.
+const MaxKeyBytes = 256
 
 // Defaults for NewJob.
 const (
@@ -115,6 +130,8 @@ type jobRow struct {
 	uniqueKey   sql.NullString
 	tags, meta  string // JSON texts; "" (a schedule's job) is none
 	follows     follows
+	key         sql.NullString
+	expiresAt   sql.NullInt64
 }
 
 func (q *Queue) validate(j NewJob) (jobRow, error) {
@@ -165,6 +182,9 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 			minRunAt.Format(time.DateOnly), maxRunAt.Format(time.DateOnly))
 	}
 	r.runAt = runAt.UnixMilli()
+	if err := r.setKeyAndExpiry(j, now); err != nil {
+		return r, err
+	}
 	switch {
 	case r.maxAttempts < 0:
 		return r, fmt.Errorf("negative max attempts %d", r.maxAttempts)
@@ -174,18 +194,48 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 	return r, nil
 }
 
+// setKeyAndExpiry checks and sets j's Key, ExpiresAt and ExpiresIn.
+func (r *jobRow) setKeyAndExpiry(j NewJob, now time.Time) error {
+	if j.Key != "" {
+		if problem := nameProblem(j.Key); problem != "" {
+			return fmt.Errorf("key %q %s", j.Key, problem)
+		}
+		if len(j.Key) > MaxKeyBytes {
+			return fmt.Errorf("key of %d bytes: %w (limit %d)", len(j.Key), ErrTooLarge, MaxKeyBytes)
+		}
+		r.key = sql.NullString{String: j.Key, Valid: true}
+	}
+	expires := j.ExpiresAt
+	switch {
+	case j.ExpiresIn < 0:
+		return fmt.Errorf("negative expiry %s", j.ExpiresIn)
+	case j.ExpiresIn > 0 && !j.ExpiresAt.IsZero():
+		return errors.New("both ExpiresAt and ExpiresIn set")
+	case j.ExpiresIn > 0:
+		expires = now.Add(j.ExpiresIn)
+	case expires.IsZero():
+		return nil
+	}
+	if expires.Before(minRunAt) || expires.After(maxRunAt) {
+		return fmt.Errorf("expiry %s is outside %s to %s", expires.UTC().Format(time.RFC3339Nano),
+			minRunAt.Format(time.DateOnly), maxRunAt.Format(time.DateOnly))
+	}
+	r.expiresAt = sql.NullInt64{Int64: expires.UnixMilli(), Valid: true}
+	return nil
+}
+
 // The conflict target names the partial unique index, so a duplicate key
 // inserts nothing and returns no row instead of failing the transaction.
 var insertJobSQL = stmt{
 	sqlite: `insert into lite_jobs
-    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta)
-values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta, job_key, expires_at)
+values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 on conflict (queue, unique_key) where unique_key is not null and state in ('available', 'running')
 do nothing
 returning id`,
 	postgres: `insert into lite_jobs
-    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, $10::text::jsonb)
+    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta, job_key, expires_at)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, $10::text::jsonb, $11, $12)
 on conflict (queue, unique_key) where unique_key is not null and state in ('available', 'running')
 do nothing
 returning id`,
@@ -206,7 +256,7 @@ func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (int64, error) {
 	for range 3 {
 		var id int64
 		err := c.QueryRowContext(ctx, q.sql(insertJobSQL), r.queue, r.kind, r.payload, r.priority, r.runAt,
-			r.maxAttempts, r.uniqueKey, q.nowOn(c).UnixMilli(), orEmpty(r.tags, emptyTags), orEmpty(r.meta, emptyMeta)).Scan(&id)
+			r.maxAttempts, r.uniqueKey, q.nowOn(c).UnixMilli(), orEmpty(r.tags, emptyTags), orEmpty(r.meta, emptyMeta), r.key, r.expiresAt).Scan(&id)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return id, err
 		}
@@ -443,18 +493,19 @@ func (q *Queue) insertEach(ctx context.Context, c conn, rows []jobRow) ([]Enqueu
 // batch rather than once per job: on SQLite that makes a batch three to
 // four times faster. The jobs come as one JSON array of
 // [queue, kind, payload in hex, priority, run_at, max_attempts, tags,
-// meta], tags and meta each as their JSON text in a string. Both
+// meta, key, expires_at], tags and meta each as their JSON text in a
+// string, key and expires_at null for none. Both
 // engines hand out ids in the order rows are inserted, and the rows are
 // inserted in the array's order, so the ids sorted are the jobs' in order.
 var insertManySQL = stmt{
-	sqlite: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at, tags, meta)
+	sqlite: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at, tags, meta, job_key, expires_at)
 select value ->> 0, value ->> 1, unhex(value ->> 2), value ->> 3, value ->> 4, value ->> 5, ?2,
-       value ->> 6, value ->> 7
+       value ->> 6, value ->> 7, value ->> 8, value ->> 9
 from json_each(?1) order by key
 returning id`,
-	postgres: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at, tags, meta)
+	postgres: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at, tags, meta, job_key, expires_at)
 select j ->> 0, j ->> 1, decode(j ->> 2, 'hex'), (j ->> 3)::bigint, (j ->> 4)::bigint, (j ->> 5)::bigint, $2,
-       (j ->> 6)::jsonb, (j ->> 7)::jsonb
+       (j ->> 6)::jsonb, (j ->> 7)::jsonb, j ->> 8, (j ->> 9)::bigint
 from jsonb_array_elements($1::jsonb) with ordinality as e(j, n) order by n
 returning id`,
 }
@@ -521,6 +572,23 @@ func bulkChunk(rows []jobRow) int {
 	return len(rows)
 }
 
+// appendKeyAndExpiry appends r's key and expires_at to one job of
+// insertManySQL's array, each null for none.
+func appendKeyAndExpiry(jobs []byte, r jobRow) []byte {
+	jobs = append(jobs, ',')
+	if r.key.Valid {
+		quoted, _ := json.Marshal(r.key.String) // a valid UTF-8 string always marshals
+		jobs = append(jobs, quoted...)
+	} else {
+		jobs = append(jobs, "null"...)
+	}
+	jobs = append(jobs, ',')
+	if r.expiresAt.Valid {
+		return strconv.AppendInt(jobs, r.expiresAt.Int64, 10)
+	}
+	return append(jobs, "null"...)
+}
+
 // insertManyIDs runs insertManySQL on rows and appends every id it
 // returns to ids: until its rows are closed, the statement holds SQLite's
 // write lock.
@@ -553,6 +621,7 @@ func (q *Queue) insertManyIDs(ctx context.Context, c conn, rows []jobRow, ids []
 			}
 			jobs = append(append(jobs, ','), quoted...)
 		}
+		jobs = appendKeyAndExpiry(jobs, r)
 		jobs = append(jobs, ']')
 	}
 	jobs = append(jobs, ']')

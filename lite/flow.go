@@ -21,7 +21,31 @@ type Limits struct {
 	// Rate and Per are given together or not at all.
 	Rate int
 	Per  time.Duration
+	// MaxRunningPerKey is how many jobs of one key (NewJob.Key) may run
+	// at once, across every process; jobs without a key are not counted.
+	// As with MaxRunning, a slot belongs to a lease.
+	MaxRunningPerKey int
+	// Sequence runs the jobs of each key one at a time, in the order they
+	// were enqueued; jobs without a key are not in any sequence.
+	Sequence Sequence
 }
+
+// Sequence says whether a queue runs each key's jobs one at a time, in
+// enqueue order, and what a job that ends dead or cancelled does to the
+// ones after it.
+type Sequence string
+
+const (
+	// NoSequence runs a key's jobs as any others (the default).
+	NoSequence Sequence = ""
+	// SequenceContinue starts the key's next job once the one before it
+	// is done, dead or cancelled.
+	SequenceContinue Sequence = "continue"
+	// SequenceBlock starts the key's next job only once the one before it
+	// is done: a dead or cancelled job holds the key until it is retried
+	// and done, or deleted.
+	SequenceBlock Sequence = "block"
+)
 
 func (l Limits) check() error {
 	switch {
@@ -37,6 +61,10 @@ func (l Limits) check() error {
 		return fmt.Errorf("a Per of %s has no Rate: give both, or neither", l.Per)
 	case l.Per > 0 && l.Per < time.Millisecond:
 		return fmt.Errorf("a Per of %s is under a millisecond", l.Per)
+	case l.MaxRunningPerKey < 0:
+		return fmt.Errorf("negative MaxRunningPerKey %d", l.MaxRunningPerKey)
+	case l.Sequence != NoSequence && l.Sequence != SequenceContinue && l.Sequence != SequenceBlock:
+		return fmt.Errorf("sequence %q is not %q or %q", string(l.Sequence), SequenceContinue, SequenceBlock)
 	}
 	return nil
 }
@@ -49,11 +77,13 @@ on conflict (queue) do update set paused = excluded.paused`,
 on conflict (queue) do update set paused = excluded.paused`,
 	}
 	setLimitsSQL = stmt{
-		sqlite: `insert into lite_queues (queue, max_running, rate, rate_per_ms) values (?1, ?2, ?3, ?4)
+		sqlite: `insert into lite_queues (queue, max_running, rate, rate_per_ms, max_per_key, sequence) values (?1, ?2, ?3, ?4, ?5, ?6)
 on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
+    max_per_key = excluded.max_per_key, sequence = excluded.sequence,
     window_start = case when (rate, rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then window_start else 0 end`,
-		postgres: `insert into lite_queues (queue, max_running, rate, rate_per_ms) values ($1, $2, $3, $4)
+		postgres: `insert into lite_queues (queue, max_running, rate, rate_per_ms, max_per_key, sequence) values ($1, $2, $3, $4, $5, $6)
 on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
+    max_per_key = excluded.max_per_key, sequence = excluded.sequence,
     window_start = case when (lite_queues.rate, lite_queues.rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then lite_queues.window_start else 0 end`,
 	}
 	// waitForLeasesSQL makes a change of settings on PostgreSQL wait for
@@ -75,8 +105,8 @@ on conflict (queue) do update set max_running = excluded.max_running, rate = exc
 	// A row back at every default goes, so that a file that no longer
 	// uses flow control leases as one that never did.
 	dropIdleQueueSQL = stmt{
-		sqlite:   `delete from lite_queues where queue = ?1 and not paused and max_running = 0 and rate = 0`,
-		postgres: `delete from lite_queues where queue = $1 and not paused and max_running = 0 and rate = 0`,
+		sqlite:   `delete from lite_queues where queue = ?1 and not paused and max_running = 0 and rate = 0 and max_per_key = 0 and sequence = ''`,
+		postgres: `delete from lite_queues where queue = $1 and not paused and max_running = 0 and rate = 0 and max_per_key = 0 and sequence = ''`,
 	}
 )
 
@@ -120,7 +150,7 @@ func (q *Queue) SetLimits(ctx context.Context, queue string, l Limits) error {
 	if err := l.check(); err != nil {
 		return fmt.Errorf("set limits of %s: %w", queue, codeError{err, ErrInvalid})
 	}
-	err := q.setFlow(ctx, queue, setLimitsSQL, queue, l.MaxRunning, l.Rate, l.Per.Milliseconds())
+	err := q.setFlow(ctx, queue, setLimitsSQL, queue, l.MaxRunning, l.Rate, l.Per.Milliseconds(), l.MaxRunningPerKey, string(l.Sequence))
 	if err != nil {
 		return fmt.Errorf("set limits of %s: %w", queue, err)
 	}
@@ -186,8 +216,8 @@ type queueFlow struct {
 }
 
 var queueFlowsSQL = stmt{
-	sqlite:   `select queue, paused, max_running, rate, rate_per_ms from lite_queues order by queue`,
-	postgres: `select queue, paused, max_running, rate, rate_per_ms from lite_queues order by queue`,
+	sqlite:   `select queue, paused, max_running, rate, rate_per_ms, max_per_key, sequence from lite_queues order by queue`,
+	postgres: `select queue, paused, max_running, rate, rate_per_ms, max_per_key, sequence from lite_queues order by queue`,
 }
 
 // queueFlows reads every queue's settings; a queue with none is absent.
@@ -204,7 +234,7 @@ func (q *Queue) queueFlows(ctx context.Context) (map[string]queueFlow, error) {
 			f     queueFlow
 			perMS int64
 		)
-		if err := rows.Scan(&queue, &f.paused, &f.limits.MaxRunning, &f.limits.Rate, &perMS); err != nil {
+		if err := rows.Scan(&queue, &f.paused, &f.limits.MaxRunning, &f.limits.Rate, &perMS, &f.limits.MaxRunningPerKey, &f.limits.Sequence); err != nil {
 			return nil, classify(err)
 		}
 		f.limits.Per = time.Duration(perMS) * time.Millisecond

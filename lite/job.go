@@ -78,6 +78,8 @@ type Job struct {
 	LeasedAt    time.Time
 	HeartbeatAt time.Time
 	UniqueKey   string
+	Key         string    // see NewJob.Key
+	ExpiresAt   time.Time // zero: never expires; see NewJob.ExpiresAt
 	Result      []byte
 	Errors      []AttemptError
 	CreatedAt   time.Time
@@ -122,7 +124,7 @@ func (j *Job) Lease() Lease {
 // jobColumns is the column list scanJob reads, in its order.
 const jobColumns = `id, queue, kind, payload, priority, state, run_at, attempts, max_attempts,
 	generation, lease_token, locked_by, leased_at, heartbeat_at, unique_key, result, errors,
-	created_at, finished_at, tags, meta, progress, progress_note, log_tail`
+	created_at, finished_at, tags, meta, progress, progress_note, log_tail, job_key, expires_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -135,11 +137,13 @@ func scanJob(s scanner) (*Job, error) {
 		errs, tags, meta                  string
 		state                             string
 		progress, note, logTail           sql.NullString
+		key                               sql.NullString
+		expiresAt                         sql.NullInt64
 	)
 	err := s.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &j.Priority, &state, &runAt,
 		&j.Attempts, &j.MaxAttempts, &j.Generation, &leaseToken, &lockedBy, &leasedAt,
 		&heartbeatAt, &uniqueKey, &j.Result, &errs, &createdAt, &finishedAt, &tags, &meta,
-		&progress, &note, &logTail)
+		&progress, &note, &logTail, &key, &expiresAt)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +157,8 @@ func scanJob(s scanner) (*Job, error) {
 	j.LeaseToken = leaseToken.String
 	j.LockedBy = lockedBy.String
 	j.UniqueKey = uniqueKey.String
+	j.Key = key.String
+	j.ExpiresAt = fromNullMillis(expiresAt)
 	if err := decodeMeta(&j, tags, meta); err != nil {
 		return nil, err
 	}

@@ -34,6 +34,8 @@ type jobJSON struct {
 	LeasedAt      time.Time         `json:"leased_at,omitzero"`
 	HeartbeatAt   time.Time         `json:"heartbeat_at,omitzero"`
 	UniqueKey     string            `json:"unique_key,omitempty"`
+	Key           string            `json:"key,omitempty"`
+	ExpiresAt     time.Time         `json:"expires_at,omitzero"`
 	Result        *string           `json:"result,omitempty"`
 	ResultBase64  []byte            `json:"result_base64,omitempty"`
 	Errors        []AttemptError    `json:"errors"`
@@ -62,8 +64,8 @@ type jobJSON struct {
 //
 // Payload and result are strings when they are valid UTF-8 and base64 in
 // payload_base64 and result_base64 otherwise; a job with no result has
-// neither result field. Lease fields, unique_key, finished_at, tags and
-// meta are left out when empty; errors is always an array; progress,
+// neither result field. Lease fields, unique_key, key, expires_at,
+// finished_at, tags and meta are left out when empty; errors is always an array; progress,
 // progress_note and log are left out when the job has none.
 func (j Job) MarshalJSON() ([]byte, error) {
 	out := jobJSON{
@@ -71,6 +73,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		RunAt: j.RunAt.UTC(), Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		Generation: j.Generation, LeaseToken: j.LeaseToken, LockedBy: j.LockedBy,
 		LeasedAt: j.LeasedAt.UTC(), HeartbeatAt: j.HeartbeatAt.UTC(), UniqueKey: j.UniqueKey,
+		Key: j.Key, ExpiresAt: j.ExpiresAt.UTC(),
 		Errors: j.Errors, CreatedAt: j.CreatedAt.UTC(), FinishedAt: j.FinishedAt.UTC(),
 		Tags: j.Tags, Meta: j.Meta,
 		Progress: j.Progress, ProgressNote: j.ProgressNote, Log: j.Log,
@@ -105,6 +108,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		State: in.State, RunAt: in.RunAt.UTC(), Attempts: in.Attempts, MaxAttempts: in.MaxAttempts,
 		Generation: in.Generation, LeaseToken: in.LeaseToken, LockedBy: in.LockedBy,
 		LeasedAt: in.LeasedAt.UTC(), HeartbeatAt: in.HeartbeatAt.UTC(), UniqueKey: in.UniqueKey,
+		Key: in.Key, ExpiresAt: in.ExpiresAt.UTC(),
 		Result: result, Errors: in.Errors, CreatedAt: in.CreatedAt.UTC(), FinishedAt: in.FinishedAt.UTC(),
 		Tags: in.Tags, Meta: in.Meta,
 		Progress: in.Progress, ProgressNote: in.ProgressNote, Log: in.Log,
@@ -157,6 +161,8 @@ type queueStatsJSON struct {
 	MaxRunning    int             `json:"max_running,omitempty"`
 	Rate          int             `json:"rate,omitempty"`
 	RatePerMS     int64           `json:"rate_per_ms,omitempty"`
+	PerKey        int             `json:"max_running_per_key,omitempty"`
+	Sequence      Sequence        `json:"sequence,omitempty"`
 }
 
 // MarshalJSON writes the stats as `lite stats --json` prints them:
@@ -169,14 +175,16 @@ type queueStatsJSON struct {
 // counts names every state, zero or not, so a reader need not know the
 // states to show them; oldest_ready_ms is OldestReady in whole
 // milliseconds; max_running, rate and rate_per_ms (Limits.Per in whole
-// milliseconds) are left out when there is no such limit.
+// milliseconds), max_running_per_key and sequence are left out when there
+// is no such limit.
 func (s QueueStats) MarshalJSON() ([]byte, error) {
 	counts := make(map[State]int64, len(States))
 	for _, st := range States {
 		counts[st] = s.Counts[st]
 	}
 	return json.Marshal(queueStatsJSON{Queue: s.Queue, Counts: counts, OldestReadyMS: s.OldestReady.Milliseconds(),
-		Paused: s.Paused, MaxRunning: s.Limits.MaxRunning, Rate: s.Limits.Rate, RatePerMS: s.Limits.Per.Milliseconds()})
+		Paused: s.Paused, MaxRunning: s.Limits.MaxRunning, Rate: s.Limits.Rate, RatePerMS: s.Limits.Per.Milliseconds(),
+		PerKey: s.Limits.MaxRunningPerKey, Sequence: s.Limits.Sequence})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes. Counts keeps the
@@ -194,6 +202,7 @@ func (s *QueueStats) UnmarshalJSON(b []byte) error {
 		}
 	}
 	*s = QueueStats{Queue: in.Queue, Counts: counts, OldestReady: time.Duration(in.OldestReadyMS) * time.Millisecond,
-		Paused: in.Paused, Limits: Limits{MaxRunning: in.MaxRunning, Rate: in.Rate, Per: time.Duration(in.RatePerMS) * time.Millisecond}}
+		Paused: in.Paused, Limits: Limits{MaxRunning: in.MaxRunning, Rate: in.Rate, Per: time.Duration(in.RatePerMS) * time.Millisecond,
+			MaxRunningPerKey: in.PerKey, Sequence: in.Sequence}}
 	return nil
 }

@@ -82,8 +82,23 @@ var leaseSet = stmt{
     lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4`,
 }
 
-// leaseFlow is lite_flow for a lease: its now is leased_at.
-var leaseFlow = flowCTE(2)
+// leaseFlow is lite_flow for a lease (its now is leased_at), and
+// lite_full_keys: the keys of queues with per-key settings that may start
+// no job now, counted once per lease, so that the walk passes their jobs
+// at the cost of a look-up each, as it passes a full queue's. The guard
+// (see leaseGuard) counts again for the keys left, exactly.
+var leaseFlow = stmt{
+	sqlite:   flowCTE(2).sqlite + fullKeysCTE,
+	postgres: flowCTE(2).postgres + fullKeysCTE,
+}
+
+// fullKeysCTE is lite_full_keys, the same text in both dialects.
+const fullKeysCTE = `,
+lite_full_keys as materialized (
+    select r.queue, r.job_key from lite_jobs r join lite_flow f on f.queue = r.queue
+    where r.state = 'running' and r.job_key is not null and (f.per_key > 0 or f.sequence <> '')
+    group by r.queue, r.job_key
+    having count(*) >= max(case when f.sequence <> '' then 1 else f.per_key end))`
 
 // leaseSQL claims up to N available jobs in one statement. The filters vary
 // with the request, so there are six texts, each prepared once.
@@ -135,7 +150,7 @@ func leaseSQL(queues queueFilter, byKind, unlimited bool) stmt {
 		// too: the walk would read its whole backlog to take nothing, and
 		// the locked lease would then read it again.
 		pgFilter += `
-              and not exists (select from lite_queues where (max_running > 0 or rate > 0 or paused)` + limitedFilter + `)`
+              and not exists (select from lite_queues where (max_running > 0 or rate > 0 or paused or max_per_key > 0 or sequence <> '')` + limitedFilter + `)`
 	}
 	if byKind {
 		s, p := param()
@@ -165,7 +180,7 @@ where id in (
         select id, queue, row_number() over (partition by queue order by priority desc, run_at, id) as nth
         from (select id, queue, priority, run_at from ` + from + `
             where state = 'available' and run_at <= ?5` + filter + `
-              and +queue not in (select queue from lite_flow where n <= 0)
+              and +queue not in (select queue from lite_flow where n <= 0)` + leaseGuard.sqlite + `
             order by priority desc, run_at, id
             limit ` + limit + `)) as c
     where nth <= coalesce((select n from lite_flow f where f.queue = c.queue), nth))
@@ -177,7 +192,7 @@ where id = any(array(
         select id, queue, row_number() over (partition by queue order by priority desc, run_at, id) as nth
         from (select id, queue, priority, run_at from lite_jobs
             where state = 'available' and run_at <= $5` + pgFilter + `
-              and queue not in (select queue from lite_flow where n <= 0)
+              and queue not in (select queue from lite_flow where n <= 0)` + leaseGuard.postgres + `
             order by priority desc, run_at, id
             limit ` + pgLimit + `
             for update skip locked) as p) as c
@@ -185,6 +200,68 @@ where id = any(array(
   and state = 'available'
 returning ` + jobColumns,
 	}
+}
+
+// leaseGuard is what every lease statement checks of each job besides
+// its state, with now as leased_at (?2): that it has not expired, and
+// that its key may start a job, when its queue has per-key settings.
+//
+// A keyed job of a queue with a per-key limit may start while its key's
+// running jobs and its key's ready jobs ahead of it in lease order are
+// fewer than the limit, so that a lease takes no more of one key than it
+// may start and walks on to other keys' jobs rather than stop at one
+// key's backlog. The jobs ahead are counted in two index ranges (higher
+// priority; same priority, earlier in line), each read no further than
+// the largest limit of any queue: a limit is a column, and a limit
+// clause cannot read the row it is counting for. A keyed job of a
+// sequence must be its key's first in enqueue order that is available
+// (with 'block', or dead or cancelled), with no job of its key running.
+// On PostgreSQL the counts stay true until the lease commits because the
+// lease first locks the row of each keyed queue, as of each limited one
+// (see lockFlowSQL).
+var leaseGuard = stmt{
+	sqlite: `
+  and (expires_at is null or expires_at > ?2)
+  and (job_key is null or (
+      (queue, job_key) not in (select queue, job_key from lite_full_keys)
+      and (coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0
+      or (select count(*) from lite_jobs r
+          where r.state = 'running' and r.queue = lite_jobs.queue and r.job_key = lite_jobs.job_key)
+        + (select count(*) from (select 1 from lite_jobs a
+          where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
+            and a.priority > lite_jobs.priority and a.run_at <= ?2
+          limit (select max(per_key) from lite_flow)) as a)
+        + (select count(*) from (select 1 from lite_jobs a
+          where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
+            and a.priority = lite_jobs.priority and (a.run_at, a.id) < (lite_jobs.run_at, lite_jobs.id)
+          limit (select max(per_key) from lite_flow)) as a)
+        < (select f.per_key from lite_flow f where f.queue = lite_jobs.queue)))
+    and (coalesce((select f.sequence from lite_flow f where f.queue = lite_jobs.queue), '') = ''
+      or not exists (select 1 from lite_jobs o
+          where o.queue = lite_jobs.queue and o.job_key = lite_jobs.job_key and o.state <> 'done' and o.id <> lite_jobs.id
+            and (o.state = 'running' or (o.id < lite_jobs.id and (o.state = 'available'
+                or (select f.sequence from lite_flow f where f.queue = lite_jobs.queue) = 'block'))))))`,
+	postgres: `
+  and (expires_at is null or expires_at > $2)
+  and (job_key is null or (
+      (queue, job_key) not in (select queue, job_key from lite_full_keys)
+      and (coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0
+      or (select count(*) from lite_jobs r
+          where r.state = 'running' and r.queue = lite_jobs.queue and r.job_key = lite_jobs.job_key)
+        + (select count(*) from (select 1 from lite_jobs a
+          where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
+            and a.priority > lite_jobs.priority and a.run_at <= $2
+          limit (select max(per_key) from lite_flow)) as a)
+        + (select count(*) from (select 1 from lite_jobs a
+          where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
+            and a.priority = lite_jobs.priority and (a.run_at, a.id) < (lite_jobs.run_at, lite_jobs.id)
+          limit (select max(per_key) from lite_flow)) as a)
+        < (select f.per_key from lite_flow f where f.queue = lite_jobs.queue)))
+    and (coalesce((select f.sequence from lite_flow f where f.queue = lite_jobs.queue), '') = ''
+      or not exists (select 1 from lite_jobs o
+          where o.queue = lite_jobs.queue and o.job_key = lite_jobs.job_key and o.state <> 'done' and o.id <> lite_jobs.id
+            and (o.state = 'running' or (o.id < lite_jobs.id and (o.state = 'available'
+                or (select f.sequence from lite_flow f where f.queue = lite_jobs.queue) = 'block'))))))`,
 }
 
 // leaseSQLs are the lease texts by queue filter, by kind filter (1: by
@@ -360,13 +437,13 @@ var leaseByIDSQL = stmt{
 update lite_jobs set ` + leaseSet.sqlite + `
 where id = ?5 and state = 'available'
   and (?6 is null or kind in (select value from json_each(?7)))
-  and coalesce((select n from lite_flow f where f.queue = lite_jobs.queue), 1) > 0
+  and coalesce((select n from lite_flow f where f.queue = lite_jobs.queue), 1) > 0` + leaseGuard.sqlite + `
 returning ` + jobColumns,
 	postgres: `with ` + leaseFlow.postgres + `
 update lite_jobs set ` + leaseSet.postgres + `
 where id = $5 and state = 'available'
   and ($6::text is null or kind in (select jsonb_array_elements_text($7::jsonb)))
-  and coalesce((select n from lite_flow f where f.queue = lite_jobs.queue), 1) > 0
+  and coalesce((select n from lite_flow f where f.queue = lite_jobs.queue), 1) > 0` + leaseGuard.postgres + `
 returning ` + jobColumns,
 }
 
@@ -522,25 +599,25 @@ func flowCTE(now int) stmt {
 	sqliteNow, pgNow := "?"+strconv.Itoa(now), "$"+strconv.Itoa(now)
 	return stmt{
 		sqlite: `lite_flow as materialized (
-    select queue, paused,
+    select queue, paused, max_per_key as per_key, sequence,
         max_running > 0 and running >= max_running as full,
         case when rate > 0 and rate_left <= 0 then window_start + rate_per_ms end as opens_at,
         case when paused then 0 else min(
             case when max_running > 0 then max_running - running else 9223372036854775807 end,
             case when rate > 0 then rate_left else 9223372036854775807 end) end as n
-    from (select queue, paused, max_running, rate, rate_per_ms, window_start,
+    from (select queue, paused, max_running, rate, rate_per_ms, window_start, max_per_key, sequence,
             case when max_running > 0 then (select count(*) from lite_jobs r
                 where r.state = 'running' and r.queue = s.queue) else 0 end as running,
             rate - case when ` + sqliteNow + ` >= window_start - 1000 and ` + sqliteNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
         from lite_queues s))`,
 		postgres: `lite_flow as materialized (
-    select queue, paused,
+    select queue, paused, max_per_key as per_key, sequence,
         max_running > 0 and running >= max_running as full,
         case when rate > 0 and rate_left <= 0 then window_start + rate_per_ms end as opens_at,
         case when paused then 0 else least(
             case when max_running > 0 then max_running - running else 9223372036854775807 end,
             case when rate > 0 then rate_left else 9223372036854775807 end) end as n
-    from (select queue, paused, max_running, rate, rate_per_ms, window_start,
+    from (select queue, paused, max_running, rate, rate_per_ms, window_start, max_per_key, sequence,
             case when max_running > 0 then (select count(*) from lite_jobs r
                 where r.state = 'running' and r.queue = s.queue) else 0 end as running,
             rate - case when ` + pgNow + ` >= window_start - 1000 and ` + pgNow + ` < window_start + rate_per_ms then window_starts else 0 end as rate_left
@@ -557,7 +634,7 @@ func flowCTE(now int) stmt {
 // its lease holds the file's one write lock while it counts.
 var lockFlowSQL = stmt{
 	postgres: `select queue from lite_queues
-where (max_running > 0 or rate > 0)
+where (max_running > 0 or rate > 0 or max_per_key > 0 or sequence <> '')
   and ($1::jsonb is null or queue in (select jsonb_array_elements_text($1::jsonb)))
   and ($2::bigint is null or queue = (select queue from lite_jobs where id = $2))
 order by queue

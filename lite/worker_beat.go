@@ -32,10 +32,11 @@ func (w *Worker) Heartbeat(ctx context.Context) error {
 }
 
 // Reclaim is recoverStale: it takes back every job of other workers whose
-// heartbeat lapsed past its own owner's StaleAfter. Run calls it every
-// ReclaimInterval. It never takes a lease this worker holds: the worker
-// is alive, so are its leases, and a renewal that waited behind other
-// processes' writes is late, not lost.
+// heartbeat lapsed past its own owner's StaleAfter, and cancels the jobs
+// whose expiry passed before they started (see CancelExpired). Run calls
+// it every ReclaimInterval. It never takes a lease this worker holds: the
+// worker is alive, so are its leases, and a renewal that waited behind
+// other processes' writes is late, not lost.
 func (w *Worker) Reclaim(ctx context.Context) error {
 	reclaimed, err := w.q.reclaim(ctx, w.heldLeases())
 	if err != nil {
@@ -50,7 +51,11 @@ func (w *Worker) Reclaim(ctx context.Context) error {
 		}
 		w.emit(ev)
 	}
-	return nil
+	expired, err := w.q.CancelExpired(ctx)
+	if len(expired) > 0 {
+		w.opts.Logger.Info("lite: cancelled jobs that expired before they started", "jobs", len(expired))
+	}
+	return err
 }
 
 func (w *Worker) activeRuns() []*run {

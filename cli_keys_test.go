@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+func TestCLIKeysAndExpiry(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		t.Run("a job keeps its key and expiry, and show prints them", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "--key", "acme", "--expires-at", "2030-01-02T03:04:05Z", "x")
+			var j struct {
+				Key       string `json:"key"`
+				ExpiresAt string `json:"expires_at"`
+			}
+			is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "show", "1")), &j))
+			is.Equal(j.Key, "acme")
+			is.Equal(j.ExpiresAt, "2030-01-02T03:04:05Z")
+			out := mustLite(t, db, "", "show", "1")
+			is.True(strings.Contains(out, "key:          acme\n"))
+		})
+
+		t.Run("an expired job is cancelled by reclaim with the reason", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "--expires-at", "2001-02-03T04:05:06Z", "late")
+			mustLite(t, db, `{"payload": "also late", "expires_at": "2001-02-03T04:05:06Z"}`+"\n", "enqueue", "--file", "-")
+			is.Equal(mustLite(t, db, "", "reclaim"),
+				"job 1 cancelled: it expired before it started\njob 2 cancelled: it expired before it started\n2 expired jobs cancelled\n0 jobs reclaimed\n")
+			is.Equal(len(listJobs(t, db, "--state", "cancelled")), 2)
+			out := mustLite(t, db, "", "show", "1")
+			is.True(strings.Contains(out, "state:        cancelled\n"))
+			is.True(strings.Contains(out, "expired: not started by 2001-02-03T04:05:06.000Z")) // the reason
+		})
+
+		t.Run("limit sets and prints per-key settings", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			is.Equal(mustLite(t, db, "", "limit", "q", "--per-key", "2", "--sequence", "block"),
+				"queue q: at most 2 running per key, one at a time per key in order (block after a dead or cancelled job)\n")
+			is.Equal(mustLite(t, db, "", "limit", "q", "--sequence", "none"), "queue q: at most 2 running per key\n")
+			is.Equal(mustLite(t, db, "", "limit", "q", "--per-key", "0"), "queue q: no limits\n")
+		})
+
+		t.Run("bad key settings are refused with exit 2", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			is.Equal(runLite(t, db, "", "limit", "q", "--sequence", "later").code, 2)
+			is.Equal(runLite(t, db, "", "limit", "q", "--per-key", "-1").code, 2)
+			is.Equal(runLite(t, db, "", "enqueue", "--expires-in", "1m", "--expires-at", "2030-01-01T00:00:00Z", "x").code, 2)
+			is.Equal(runLite(t, db, "", "enqueue", "--expires-in", "-1m", "x").code, 2)
+		})
+	})
+}
