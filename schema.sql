@@ -63,7 +63,7 @@ CREATE TABLE lite_queues (
     rate_per_ms   integer not null default 0 check (rate_per_ms >= 0),
     window_start  integer not null default 0,
     window_starts integer not null default 0
-) strict;
+, limits_owner text not null default '') strict;
 
 CREATE TRIGGER lite_queues_count_start after update of state on lite_jobs
     when new.state = 'running' and old.state = 'available'
@@ -91,12 +91,12 @@ CREATE TABLE lite_schedules (
     last_run_at  integer,
     created_at   integer not null,
     updated_at   integer not null
-) strict;
+, owner text not null default '') strict;
 
 CREATE TABLE lite_retention (
     state   text    primary key check (state in ('done', 'dead', 'cancelled')),
     keep_ms integer check (keep_ms > 0)
-) strict;
+, owner text not null default '') strict;
 
 CREATE TABLE lite_counters (
     queue   text    not null,
