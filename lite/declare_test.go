@@ -236,6 +236,17 @@ func TestDeclareLimits(t *testing.T) {
 			is.Equal(owner, "billing")
 		})
 
+		t.Run("a queue paused by hand with no limits takes the declared ones", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, lite.Options{Now: newFakeClock().Now})
+			is.NoErr(q.Pause(t.Context(), "mail"))
+			out := mustDeclare(t, q, lite.Declaration{Owner: "billing", Limits: map[string]lite.Limits{"mail": {MaxRunning: 5}}})
+			is.Equal(out.Written, []string{"limits mail"}) // limits nobody set are nobody's
+			l, owner := queueLimits(t, q, "mail")
+			is.Equal(l.MaxRunning, 5)
+			is.Equal(owner, "billing")
+		})
+
 		t.Run("a pause by hand survives the owner lifting its limits", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.open(t, lite.Options{Now: newFakeClock().Now})
