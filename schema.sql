@@ -53,7 +53,7 @@ CREATE TABLE lite_workers (
     started_at     integer not null,
     seen_at        integer not null,
     stale_after_ms integer not null
-) strict;
+, slots integer not null default 0) strict;
 
 CREATE TABLE lite_queues (
     queue         text    primary key,
