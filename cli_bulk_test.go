@@ -23,6 +23,17 @@ func TestBulkCommands(t *testing.T) {
 		is.Equal(mustLite(t, db, "", "delete", "--all", "--dry-run"), "would delete 3 jobs (dry run: nothing changed)\n")
 	})
 
+	t.Run("--tag narrows to the jobs carrying every tag given", func(t *testing.T) {
+		is := is.New(t)
+		db := filepath.Join(t.TempDir(), "lite.db")
+		mustLite(t, db, "", "enqueue", "--tag", "eu,vip", "{}")
+		mustLite(t, db, "", "enqueue", "--tag", "eu", "{}")
+		mustLite(t, db, "", "enqueue", "{}")
+		is.Equal(mustLite(t, db, "", "cancel", "--tag", "eu", "--dry-run"), "would cancel 2 jobs (dry run: nothing changed)\n")
+		is.Equal(mustLite(t, db, "", "cancel", "--tag", "eu", "--tag", "vip"), "cancelled 1 jobs\n")
+		is.Equal(mustLite(t, db, "", "cancel", "--tag", "eu,vip", "--dry-run"), "would cancel 0 jobs (dry run: nothing changed)\n")
+	})
+
 	t.Run("bad input is a usage error", func(t *testing.T) {
 		db := filepath.Join(t.TempDir(), "lite.db")
 		mustLite(t, db, "", "enqueue", "{}")

@@ -17,9 +17,9 @@ func TestCLIPauseResumeAndLimit(t *testing.T) {
 		t.Run("limits and a pause show in stats", func(t *testing.T) {
 			is := is.New(t)
 			is.Equal(mustLite(t, db, "", "limit", "mail", "--max-running", "3", "--rate", "50/1s"),
-				"queue mail: at most 3 running, 50 starts per 1s\n")
+				"queue mail: at most 3 running, 50 starts per 1s (hand)\n")
 			is.Equal(mustLite(t, db, "", "limit", "mail", "--rate", "100/m"),
-				"queue mail: at most 3 running, 100 starts per 1m0s\n") // the other limit is kept
+				"queue mail: at most 3 running, 100 starts per 1m0s (hand)\n") // the other limit is kept
 			is.Equal(mustLite(t, db, "", "pause", "mail"), "queue mail paused\n")
 			is.Equal(mustLite(t, db, "", "pause", "later"), "queue later paused\n") // a queue with no jobs yet
 			out := mustLite(t, db, "", "stats")
@@ -64,7 +64,6 @@ func TestCLIPauseResumeAndLimit(t *testing.T) {
 				{"limit", "mail", "--rate", "5/0s"},
 				{"limit", "mail", "--rate", "5/fortnight"},
 				{"limit", "mail", "--max-running=-1"},
-				{"limit", "mail"},
 				{"limit", "a\x1b[2Jb", "--max-running", "1"},
 				{"pause", ""},
 				{"pause", "a\x1b[2Jb"},

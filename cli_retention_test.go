@@ -16,10 +16,11 @@ func TestRetentionShowsAndSetsTheFilesPolicy(t *testing.T) {
 		db := e.db(t)
 		mustLite(t, db, "", "enqueue", "x")
 		is.Equal(mustLite(t, db, "", "retention"), "done       1d\ncancelled  1d\ndead       7d\n") // the defaults
-		set := "done       36h\ncancelled  forever\ndead       30d\n"
+		set := "done       36h (hand)\ncancelled  forever (hand)\ndead       30d (hand)\n"
 		is.Equal(mustLite(t, db, "", "retention", "--done", "36h", "--dead", "30d", "--cancelled", "forever"), set)
 		is.Equal(mustLite(t, db, "", "retention", "--done", "36h"), set) // a flag not given keeps its value
-		is.Equal(liteJSON(t, db, "", "retention"), map[string]any{"done_ms": 129600000.0, "cancelled_ms": nil, "dead_ms": 2592000000.0})
+		is.Equal(liteJSON(t, db, "", "retention"), map[string]any{"done_ms": 129600000.0, "cancelled_ms": nil, "dead_ms": 2592000000.0,
+			"owners": map[string]any{"done": "", "cancelled": "", "dead": ""}})
 
 		for _, c := range []struct {
 			args []string

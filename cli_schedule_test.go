@@ -19,6 +19,7 @@ type cliSchedule struct {
 	Paused    bool      `json:"paused"`
 	NextRunAt time.Time `json:"next_run_at"`
 	LastRunAt time.Time `json:"last_run_at"`
+	Owner     string    `json:"owner"`
 }
 
 func listSchedules(t *testing.T, db string) []cliSchedule {

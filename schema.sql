@@ -54,7 +54,7 @@ CREATE TABLE lite_workers (
     started_at     integer not null,
     seen_at        integer not null,
     stale_after_ms integer not null
-) strict;
+, slots integer not null default 0) strict;
 
 CREATE TABLE lite_queues (
     queue         text    primary key,
@@ -64,7 +64,7 @@ CREATE TABLE lite_queues (
     rate_per_ms   integer not null default 0 check (rate_per_ms >= 0),
     window_start  integer not null default 0,
     window_starts integer not null default 0
-, max_per_key integer not null default 0 check (max_per_key >= 0), sequence text not null default '' check (sequence in ('', 'continue', 'block'))) strict;
+, max_per_key integer not null default 0 check (max_per_key >= 0), sequence text not null default '' check (sequence in ('', 'continue', 'block')), limits_owner text not null default '') strict;
 
 CREATE TRIGGER lite_queues_count_start after update of state on lite_jobs
     when new.state = 'running' and old.state = 'available'
@@ -92,12 +92,12 @@ CREATE TABLE lite_schedules (
     last_run_at  integer,
     created_at   integer not null,
     updated_at   integer not null
-) strict;
+, owner text not null default '') strict;
 
 CREATE TABLE lite_retention (
     state   text    primary key check (state in ('done', 'dead', 'cancelled')),
     keep_ms integer check (keep_ms > 0)
-) strict;
+, owner text not null default '') strict;
 
 CREATE TABLE lite_counters (
     queue   text    not null,

@@ -16,6 +16,7 @@ type bulkFilter struct {
 	State     []lite.State  `short:"s" help:"Only jobs in this state; repeat for more."`
 	Queue     string        `short:"q" predictor:"queue" help:"Only jobs of this queue."`
 	Kind      string        `short:"k" help:"Only jobs of this kind."`
+	Tag       []string      `help:"Only jobs carrying this tag (repeat, or a,b: every one)."`
 	OlderThan time.Duration `help:"Only jobs that finished, or if unfinished were enqueued, longer ago than this."`
 	All       bool          `help:"Every job the command applies to, with no other filter."`
 	DryRun    bool          `help:"Print how many jobs would change, and change none."`
@@ -36,7 +37,7 @@ func (f *bulkFilter) Validate(kctx *kong.Context) error {
 
 // set says whether any flag asks for a bulk action.
 func (f bulkFilter) set() bool {
-	return len(f.State) > 0 || f.Queue != "" || f.Kind != "" || f.OlderThan != 0 || f.All || f.DryRun
+	return len(f.State) > 0 || f.Queue != "" || f.Kind != "" || len(f.Tag) > 0 || f.OlderThan != 0 || f.All || f.DryRun
 }
 
 // one refuses the flags beside a job id, and says whether id names one.
@@ -45,7 +46,7 @@ func (f bulkFilter) one(action lite.BulkAction, id int64) (bool, error) {
 	case id != 0 && f.set():
 		return false, usagef("%s: give a job id or filter flags, not both", action)
 	case id == 0 && !f.set():
-		return false, usagef("%s: give a job id, or filter flags (--state, --queue, --kind, --older-than, or --all)", action)
+		return false, usagef("%s: give a job id, or filter flags (--state, --queue, --kind, --tag, --older-than, or --all)", action)
 	}
 	return id != 0, nil
 }
@@ -56,7 +57,7 @@ func (f bulkFilter) run(ctx context.Context, env Env, g *globals, q *lite.Queue,
 	if f.OlderThan < 0 {
 		return usagef("%s: --older-than %s is negative", action, f.OlderThan)
 	}
-	filter := lite.Filter{States: f.State, Queue: f.Queue, Kind: f.Kind}
+	filter := lite.Filter{States: f.State, Queue: f.Queue, Kind: f.Kind, Tags: f.Tag}
 	if f.OlderThan > 0 {
 		filter.Before = time.Now().Add(-f.OlderThan)
 	}

@@ -60,8 +60,9 @@ type root struct {
 	Delete    deleteCmd    `cmd:"" help:"Delete the available and finished jobs a filter matches: lite delete --state dead --queue q."`
 	Pause     pauseCmd     `cmd:"" help:"Stop a queue's jobs from starting, in every process; running ones finish."`
 	Resume    resumeCmd    `cmd:"" help:"Let a paused queue's jobs start again."`
-	Limit     limitCmd     `cmd:"" help:"Cap a queue's running jobs and starts per period across every process."`
+	Limit     limitCmd     `cmd:"" help:"Show or cap a queue's running jobs and starts per period across every process."`
 	Retention retentionCmd `cmd:"" help:"Show or set how long finished jobs are kept: lite retention --done 24h --dead 7d --cancelled forever."`
+	Declare   declareCmd   `cmd:"" help:"Own schedules, retention and limits from a JSON file: what the owner no longer declares is removed, what was set by hand is kept."`
 	Vacuum    vacuumCmd    `cmd:"" help:"Compact the file (SQLite: and switch it to incremental auto-vacuum; it rewrites the file, holding the write lock throughout)."`
 	Backup    backupCmd    `cmd:"" help:"Write a consistent copy of the file to DEST while workers run (PostgreSQL: use pg_dump)."`
 	Restore   restoreCmd   `cmd:"" help:"Put a backup at --db, fenced so that no lease or id is handed out twice; --in-place fences a restore made by other means."`
@@ -154,7 +155,7 @@ type exitRequest int
 // createsFile lists the commands that may make a new database, saying so
 // on stderr; the others refuse a missing file rather than create an empty
 // one.
-var createsFile = map[string]bool{"enqueue": true, "work": true, "serve": true, "schedule add": true, "pause": true, "limit": true}
+var createsFile = map[string]bool{"enqueue": true, "work": true, "serve": true, "schedule add": true, "pause": true, "limit": true, "declare": true}
 
 // dbMapper reads a database flag: a file path is made absolute, as kong's
 // path type makes it, and a server URL is kept as it is, which the path

@@ -12,7 +12,8 @@ import (
 	"github.com/liteq/lite/lite"
 )
 
-// limitCmd sets a queue's limits across every process sharing the file.
+// limitCmd shows or sets a queue's limits across every process sharing
+// the file.
 type limitCmd struct {
 	Queue      string  `arg:"" predictor:"queue" help:"The queue to limit; it need not have jobs yet."`
 	MaxRunning *int    `name:"max-running" placeholder:"N" help:"At most N of its jobs run at once, across every process; 0 lifts the limit."`
@@ -62,58 +63,85 @@ func (r *rate) UnmarshalText(b []byte) error {
 }
 
 // Run changes the limits the flags give and keeps the others, then prints
-// the queue's limits.
+// the queue's limits and who set them (hand, or code:OWNER for a
+// program's Declaration). With no flag it only prints them.
 func (c *limitCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
-	if c.MaxRunning == nil && c.Rate == nil && c.PerKey == nil && c.Sequence == nil {
-		return usagef("limit: give --max-running, --rate, --per-key or --sequence")
-	}
 	if c.MaxRunning != nil && *c.MaxRunning < 0 {
 		return usagef("limit: --max-running %d is negative; 0 lifts the limit", *c.MaxRunning)
 	}
 	if c.PerKey != nil && *c.PerKey < 0 {
 		return usagef("limit: --per-key %d is negative; 0 lifts the limit", *c.PerKey)
 	}
-	stats, err := q.Stats(ctx)
+	l, _, err := queueLimits(ctx, q, c.Queue)
 	if err != nil {
 		return err
 	}
-	var l lite.Limits
-	for _, s := range stats {
-		if s.Queue == c.Queue {
-			l = s.Limits
+	if c.MaxRunning != nil || c.Rate != nil || c.PerKey != nil || c.Sequence != nil {
+		if c.MaxRunning != nil {
+			l.MaxRunning = *c.MaxRunning
+		}
+		if c.Rate != nil {
+			l.Rate, l.Per = c.Rate.n, c.Rate.per
+		}
+		if c.PerKey != nil {
+			l.MaxRunningPerKey = *c.PerKey
+		}
+		switch {
+		case c.Sequence == nil:
+		case *c.Sequence == "none":
+			l.Sequence = lite.NoSequence
+		default:
+			l.Sequence = lite.Sequence(*c.Sequence)
+		}
+		if err := q.SetLimits(ctx, c.Queue, l); err != nil {
+			return err
 		}
 	}
-	if c.MaxRunning != nil {
-		l.MaxRunning = *c.MaxRunning
-	}
-	if c.Rate != nil {
-		l.Rate, l.Per = c.Rate.n, c.Rate.per
-	}
-	if c.PerKey != nil {
-		l.MaxRunningPerKey = *c.PerKey
-	}
-	switch {
-	case c.Sequence == nil:
-	case *c.Sequence == "none":
-		l.Sequence = lite.NoSequence
-	default:
-		l.Sequence = lite.Sequence(*c.Sequence)
-	}
-	if err := q.SetLimits(ctx, c.Queue, l); err != nil {
+	l, owner, err := queueLimits(ctx, q, c.Queue)
+	if err != nil {
 		return err
 	}
 	if g.JSON {
 		return writeJSON(env.Stdout, struct {
-			Queue      string `json:"queue"`
-			MaxRunning int    `json:"max_running"`
-			Rate       int    `json:"rate"`
-			RatePerMS  int64  `json:"rate_per_ms"`
-			PerKey     int    `json:"max_running_per_key"`
-			Sequence   string `json:"sequence"`
-		}{c.Queue, l.MaxRunning, l.Rate, l.Per.Milliseconds(), l.MaxRunningPerKey, string(l.Sequence)})
+			Queue      string  `json:"queue"`
+			MaxRunning int     `json:"max_running"`
+			Rate       int     `json:"rate"`
+			RatePerMS  int64   `json:"rate_per_ms"`
+			PerKey     int     `json:"max_running_per_key"`
+			Sequence   string  `json:"sequence"`
+			Owner      *string `json:"owner"`
+		}{c.Queue, l.MaxRunning, l.Rate, l.Per.Milliseconds(), l.MaxRunningPerKey, string(l.Sequence), owner})
 	}
-	_, err = fmt.Fprintf(env.Stdout, "queue %s: %s\n", safe(c.Queue), describeLimits(l))
+	line := "queue " + safe(c.Queue) + ": " + describeLimits(l)
+	if owner != nil {
+		line += " (" + ownerLabel(*owner) + ")"
+	}
+	_, err = fmt.Fprintln(env.Stdout, line)
 	return err
+}
+
+// queueLimits reads queue's limits and who set them: nil when none are
+// set (nobody's), "" by hand, or a Declaration's owner.
+func queueLimits(ctx context.Context, q *lite.Queue, queue string) (lite.Limits, *string, error) {
+	stats, err := q.Stats(ctx)
+	if err != nil {
+		return lite.Limits{}, nil, err
+	}
+	for _, s := range stats {
+		if s.Queue == queue && s.Limits != (lite.Limits{}) {
+			return s.Limits, &s.LimitsOwner, nil
+		}
+	}
+	return lite.Limits{}, nil, nil
+}
+
+// ownerLabel names who set a setting: hand, or code:OWNER for the owner
+// of the Declaration that declared it.
+func ownerLabel(owner string) string {
+	if owner == "" {
+		return "hand"
+	}
+	return "code:" + safe(owner)
 }
 
 // describeLimits words a queue's limits for a terminal.

@@ -17,7 +17,9 @@ type retentionCmd struct {
 }
 
 // Run sets the states given, keeping the others as the database has them,
-// then prints the policy (--json: {"done_ms": N, ...}, null for forever).
+// then prints the policy, with who set each state not at its default
+// (hand, or code:OWNER for a program's Declaration; --json: {"done_ms": N,
+// ..., "owners": {"done": "OWNER"}}, null for forever, "" for hand).
 func (c *retentionCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	r, err := q.Retention(ctx)
 	if err != nil {
@@ -26,19 +28,8 @@ func (c *retentionCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Que
 	// Every flag is read before anything is stored: a bad one changes
 	// nothing.
 	next := r
-	for _, f := range []struct {
-		state lite.State
-		value string
-		keep  *time.Duration
-	}{{lite.StateDone, c.Done, &next.Done}, {lite.StateCancelled, c.Cancelled, &next.Cancelled}, {lite.StateDead, c.Dead, &next.Dead}} {
-		if f.value == "" {
-			continue
-		}
-		keep, err := parseKeep(f.value)
-		if err != nil {
-			return usagef("retention: --%s %s", f.state, err)
-		}
-		*f.keep = keep
+	if err := setKeeps(&next, c.Done, c.Cancelled, c.Dead); err != nil {
+		return usagef("retention: --%s", err)
 	}
 	if next != r {
 		if err := q.SetRetention(ctx, next); err != nil {
@@ -48,16 +39,51 @@ func (c *retentionCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Que
 			return err
 		}
 	}
+	owners, err := q.RetentionOwners(ctx)
+	if err != nil {
+		return err
+	}
 	if g.JSON {
 		return writeJSON(env.Stdout, struct {
-			Done      *int64 `json:"done_ms"`
-			Cancelled *int64 `json:"cancelled_ms"`
-			Dead      *int64 `json:"dead_ms"`
-		}{millis(r.Done), millis(r.Cancelled), millis(r.Dead)})
+			Done      *int64                `json:"done_ms"`
+			Cancelled *int64                `json:"cancelled_ms"`
+			Dead      *int64                `json:"dead_ms"`
+			Owners    map[lite.State]string `json:"owners"`
+		}{millis(r.Done), millis(r.Cancelled), millis(r.Dead), owners})
 	}
-	_, err = fmt.Fprintf(env.Stdout, "done       %s\ncancelled  %s\ndead       %s\n",
-		lite.FormatRetention(r.Done), lite.FormatRetention(r.Cancelled), lite.FormatRetention(r.Dead))
-	return err
+	for _, s := range []struct {
+		state lite.State
+		keep  time.Duration
+	}{{lite.StateDone, r.Done}, {lite.StateCancelled, r.Cancelled}, {lite.StateDead, r.Dead}} {
+		line := fmt.Sprintf("%-10s %s", s.state, lite.FormatRetention(s.keep))
+		if owner, ok := owners[s.state]; ok {
+			line += " (" + ownerLabel(owner) + ")"
+		}
+		if _, err := fmt.Fprintln(env.Stdout, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setKeeps reads each retention given into r ("" keeps r's); an error
+// starts with the state's name.
+func setKeeps(r *lite.Retention, done, cancelled, dead string) error {
+	for _, f := range []struct {
+		state lite.State
+		value string
+		keep  *time.Duration
+	}{{lite.StateDone, done, &r.Done}, {lite.StateCancelled, cancelled, &r.Cancelled}, {lite.StateDead, dead, &r.Dead}} {
+		if f.value == "" {
+			continue
+		}
+		keep, err := parseKeep(f.value)
+		if err != nil {
+			return fmt.Errorf("%s %w", f.state, err)
+		}
+		*f.keep = keep
+	}
+	return nil
 }
 
 // parseKeep reads a retention: "forever", "default" (zero: the library's

@@ -99,7 +99,7 @@ func findSchedule(ctx context.Context, q *lite.Queue, name string) (lite.Schedul
 type scheduleLsCmd struct{}
 
 // Run prints the schedules as a table, or as JSON with --json. Times are
-// in UTC.
+// in UTC; OWNER is hand, or code:OWNER for a program's Declaration.
 func (c *scheduleLsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	all, err := q.Schedules(ctx)
 	if err != nil {
@@ -112,7 +112,7 @@ func (c *scheduleLsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Qu
 		return writeJSON(env.Stdout, all)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSPEC\tTIME ZONE\tQUEUE\tKIND\tSTATE\tNEXT RUN\tLAST RUN")
+	fmt.Fprintln(tw, "NAME\tSPEC\tTIME ZONE\tQUEUE\tKIND\tSTATE\tNEXT RUN\tLAST RUN\tOWNER")
 	for _, s := range all {
 		zone, state, last := s.TimeZone, "active", "-"
 		if zone == "" {
@@ -124,8 +124,8 @@ func (c *scheduleLsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Qu
 		if !s.LastRunAt.IsZero() {
 			last = s.LastRunAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name), safe(s.Spec), safe(zone), safe(s.Job.Queue),
-			safe(s.Job.Kind), state, s.NextRunAt.UTC().Format(time.RFC3339), last)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(s.Name), safe(s.Spec), safe(zone), safe(s.Job.Queue),
+			safe(s.Job.Kind), state, s.NextRunAt.UTC().Format(time.RFC3339), last, ownerLabel(s.Owner))
 	}
 	return tw.Flush()
 }

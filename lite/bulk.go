@@ -21,7 +21,9 @@ type Filter struct {
 	Before time.Time
 	// IDs matches these jobs only, as a dashboard's selection on a page.
 	IDs []int64
-	// A filter on tags joins here, in bulkMatch, once jobs carry them.
+	// Tags matches the jobs that carry every one of these tags, as
+	// ListFilter.Tags does.
+	Tags []string
 }
 
 // BulkAction is what Bulk does to the jobs a Filter matches. Each applies
@@ -59,24 +61,28 @@ var bulkStates = map[BulkAction][]State{
 
 // bulkMatch is the filter of the find and count statements: ?1 the
 // states (the action's, narrowed by the filter's), ?2 queue, ?3 kind, ?4
-// before (0: any age), ?5 ids ([]: any).
+// before (0: any age), ?5 ids ([]: any), ?6 tags, every one of which a job
+// must carry ([]: any), as listSQL's.
 var bulkMatch = stmt{
 	sqlite: `state in (select value from json_each(?1))
   and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3)
   and (?4 = 0 or coalesce(finished_at, created_at) < ?4)
-  and (?5 = '[]' or id in (select value from json_each(?5)))`,
+  and (?5 = '[]' or id in (select value from json_each(?5)))
+  and (?6 = '[]' or not exists (select 1 from json_each(?6) as want
+    where want.value not in (select value from json_each(lite_jobs.tags))))`,
 	postgres: `state in (select jsonb_array_elements_text($1::jsonb))
   and ($2 = '' or queue = $2) and ($3 = '' or kind = $3)
   and ($4::bigint = 0 or coalesce(finished_at, created_at) < $4)
-  and ($5 = '[]' or id in (select jsonb_array_elements_text($5::jsonb)::bigint))`,
+  and ($5 = '[]' or id in (select jsonb_array_elements_text($5::jsonb)::bigint))
+  and ($6 = '[]' or tags @> $6::text::jsonb)`,
 }
 
-// bulkFindSQL is the next batch's ids, from after ?6 up to ?7 (the last
+// bulkFindSQL is the next batch's ids, from after ?7 up to ?8 (the last
 // id when the action began, so jobs enqueued meanwhile are left alone and
-// the action ends), at most ?8 of them.
+// the action ends), at most ?9 of them.
 var bulkFindSQL = stmt{
-	sqlite:   `select id from lite_jobs where ` + bulkMatch.sqlite + ` and id > ?6 and id <= ?7 order by id limit ?8`,
-	postgres: `select id from lite_jobs where ` + bulkMatch.postgres + ` and id > $6 and id <= $7 order by id limit $8`,
+	sqlite:   `select id from lite_jobs where ` + bulkMatch.sqlite + ` and id > ?7 and id <= ?8 order by id limit ?9`,
+	postgres: `select id from lite_jobs where ` + bulkMatch.postgres + ` and id > $7 and id <= $8 order by id limit $9`,
 }
 
 var bulkCountSQL = stmt{
@@ -165,7 +171,11 @@ func bulkArgs(action BulkAction, f Filter) ([]any, error) {
 	if f.IDs == nil {
 		ids = []byte("[]")
 	}
-	return []any{jsonList(list), f.Queue, f.Kind, before, string(ids)}, nil
+	tags, err := encodeTags(f.Tags)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tags: %w", action, codeError{err, ErrInvalid})
+	}
+	return []any{jsonList(list), f.Queue, f.Kind, before, string(ids), tags}, nil
 }
 
 // bulkFind reads the ids of the next batch after after.

@@ -165,6 +165,30 @@ func TestBulk(t *testing.T) {
 			}
 		})
 
+		t.Run("the filter's tags narrow it to the jobs carrying every one", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			both := mustEnqueue(t, q, lite.NewJob{Kind: "k", Tags: []string{"eu", "vip"}})
+			eu := mustEnqueue(t, q, lite.NewJob{Kind: "k", Tags: []string{"eu"}})
+			none := mustEnqueue(t, q, lite.NewJob{Kind: "k"})
+			count := func(tags ...string) int64 {
+				n, err := q.BulkCount(t.Context(), lite.BulkCancel, lite.Filter{Tags: tags})
+				is.NoErr(err)
+				return n
+			}
+			is.Equal(count("eu"), int64(2))
+			is.Equal(count("vip", "eu"), int64(1))
+			is.Equal(count("us"), int64(0))
+			n, err := q.Bulk(t.Context(), lite.BulkCancel, lite.Filter{Tags: []string{"vip"}})
+			is.NoErr(err)
+			is.Equal(n, int64(1))
+			is.Equal(mustGet(t, q, both).State, lite.StateCancelled)
+			is.Equal(mustGet(t, q, eu).State, lite.StateAvailable)
+			is.Equal(mustGet(t, q, none).State, lite.StateAvailable)
+			_, err = q.BulkCount(t.Context(), lite.BulkCancel, lite.Filter{Tags: []string{"a,b"}})
+			is.True(errors.Is(err, lite.ErrInvalid)) // a tag is checked as at enqueue
+		})
+
 		t.Run("it works through more jobs than one batch", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.open(t, fast)

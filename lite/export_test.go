@@ -29,7 +29,7 @@ func WriterDB(q *Queue) *sql.DB { return q.w }
 
 // Announce writes a worker's row as a running worker would, without one.
 func Announce(ctx context.Context, q *Queue, identity string, queues, kinds []string, staleAfter time.Duration) error {
-	return q.newAnnouncement(identity, queues, kinds, staleAfter).announce(ctx)
+	return q.newAnnouncement(identity, queues, kinds, 0, staleAfter).announce(ctx)
 }
 
 // WarnUnhandled runs one of a running worker's checks for unhandled jobs.

@@ -76,15 +76,21 @@ on conflict (queue) do update set paused = excluded.paused`,
 		postgres: `insert into lite_queues (queue, paused) values ($1, $2)
 on conflict (queue) do update set paused = excluded.paused`,
 	}
+	// setLimitsSQL replaces a queue's limits only when ?6 (a write by
+	// hand, or a forced declaration), or the stored limits are the
+	// writer's (?5, "" by hand) or nobody's (none set): a declaration never
+	// overwrites limits set by hand or declared by another owner.
 	setLimitsSQL = stmt{
-		sqlite: `insert into lite_queues (queue, max_running, rate, rate_per_ms, max_per_key, sequence) values (?1, ?2, ?3, ?4, ?5, ?6)
+		sqlite: `insert into lite_queues (queue, max_running, rate, rate_per_ms, max_per_key, sequence, limits_owner) values (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
-    max_per_key = excluded.max_per_key, sequence = excluded.sequence,
-    window_start = case when (rate, rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then window_start else 0 end`,
-		postgres: `insert into lite_queues (queue, max_running, rate, rate_per_ms, max_per_key, sequence) values ($1, $2, $3, $4, $5, $6)
+    max_per_key = excluded.max_per_key, sequence = excluded.sequence, limits_owner = excluded.limits_owner,
+    window_start = case when (rate, rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then window_start else 0 end
+where ?8 or limits_owner = excluded.limits_owner or (max_running = 0 and rate = 0 and max_per_key = 0 and sequence = '')`,
+		postgres: `insert into lite_queues (queue, max_running, rate, rate_per_ms, max_per_key, sequence, limits_owner) values ($1, $2, $3, $4, $5, $6, $7)
 on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
-    max_per_key = excluded.max_per_key, sequence = excluded.sequence,
-    window_start = case when (lite_queues.rate, lite_queues.rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then lite_queues.window_start else 0 end`,
+    max_per_key = excluded.max_per_key, sequence = excluded.sequence, limits_owner = excluded.limits_owner,
+    window_start = case when (lite_queues.rate, lite_queues.rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then lite_queues.window_start else 0 end
+where $8 or lite_queues.limits_owner = excluded.limits_owner or (lite_queues.max_running = 0 and lite_queues.rate = 0 and lite_queues.max_per_key = 0 and lite_queues.sequence = '')`,
 	}
 	// waitForLeasesSQL makes a change of settings on PostgreSQL wait for
 	// every lease under way, which read the settings before it, to commit:
@@ -104,9 +110,9 @@ on conflict (queue) do update set max_running = excluded.max_running, rate = exc
 	}
 	// A row back at every default goes, so that a file that no longer
 	// uses flow control leases as one that never did.
-	dropIdleQueueSQL = stmt{
-		sqlite:   `delete from lite_queues where queue = ?1 and not paused and max_running = 0 and rate = 0 and max_per_key = 0 and sequence = ''`,
-		postgres: `delete from lite_queues where queue = $1 and not paused and max_running = 0 and rate = 0 and max_per_key = 0 and sequence = ''`,
+	dropIdleQueuesSQL = stmt{
+		sqlite:   `delete from lite_queues where not paused and max_running = 0 and rate = 0 and max_per_key = 0 and sequence = ''`,
+		postgres: `delete from lite_queues where not paused and max_running = 0 and rate = 0 and max_per_key = 0 and sequence = ''`,
 	}
 )
 
@@ -139,44 +145,79 @@ func (q *Queue) Resume(ctx context.Context, queue string) error {
 }
 
 func (q *Queue) setPaused(ctx context.Context, queue string, paused bool) error {
-	return q.setFlow(ctx, queue, pauseSQL, queue, paused)
+	if err := checkQueueName(queue); err != nil {
+		return err
+	}
+	return q.changeFlow(ctx, func(tx txConn) error {
+		_, err := tx.ExecContext(ctx, q.sql(pauseSQL), queue, paused)
+		return err
+	})
 }
 
 // SetLimits replaces queue's limits with l, for every process at once;
-// Limits{} lifts them. Bad limits are refused and change nothing. Jobs
-// running past a lowered MaxRunning finish; no new one starts until the
-// queue is under it.
+// Limits{} lifts them. They are then set by hand: a Declaration no longer
+// owns them, and leaves them alone unless it forces. Bad limits are
+// refused and change nothing. Jobs running past a lowered MaxRunning
+// finish; no new one starts until the queue is under it.
 func (q *Queue) SetLimits(ctx context.Context, queue string, l Limits) error {
-	if err := l.check(); err != nil {
-		return fmt.Errorf("set limits of %s: %w", queue, codeError{err, ErrInvalid})
+	if err := checkLimits(queue, l); err != nil {
+		return fmt.Errorf("set limits of %s: %w", queue, err)
 	}
-	err := q.setFlow(ctx, queue, setLimitsSQL, queue, l.MaxRunning, l.Rate, l.Per.Milliseconds(), l.MaxRunningPerKey, string(l.Sequence))
+	err := q.changeFlow(ctx, func(tx txConn) error {
+		_, err := q.putLimits(ctx, tx, queue, l, "", true)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("set limits of %s: %w", queue, err)
 	}
 	return nil
 }
 
-// setFlow writes one of queue's settings and drops its row if all are
-// back at their defaults, then wakes this process's idle workers: a
-// queue they could not take from may be open now.
-func (q *Queue) setFlow(ctx context.Context, queue string, set stmt, args ...any) error {
+func checkLimits(queue string, l Limits) error {
+	if err := checkQueueName(queue); err != nil {
+		return err
+	}
+	if err := l.check(); err != nil {
+		return codeError{err, ErrInvalid}
+	}
+	return nil
+}
+
+func checkQueueName(queue string) error {
 	switch {
 	case queue == "":
 		return codeError{errors.New("empty queue name"), ErrInvalid}
 	case nameProblem(queue) != "":
 		return codeError{fmt.Errorf("queue %q %s", queue, nameProblem(queue)), ErrInvalid}
 	}
+	return nil
+}
+
+// putLimits stores queue's limits for owner ("" by hand), over another
+// owner's only if force, and says whether it did.
+func (q *Queue) putLimits(ctx context.Context, tx txConn, queue string, l Limits, owner string, force bool) (bool, error) {
+	res, err := tx.ExecContext(ctx, q.sql(setLimitsSQL), queue, l.MaxRunning, l.Rate, l.Per.Milliseconds(), l.MaxRunningPerKey, string(l.Sequence), owner, force)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// changeFlow runs change, a write of queues' settings, and drops the rows
+// back at their defaults, then wakes this process's idle workers: a queue
+// they could not take from may be open now.
+func (q *Queue) changeFlow(ctx context.Context, change func(tx txConn) error) error {
 	err := q.withTx(ctx, func(tx txConn) error {
 		if q.engine.onServer() {
 			if err := q.boundServerWaits(ctx, tx); err != nil {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, q.sql(set), args...); err != nil {
+		if err := change(tx); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, q.sql(dropIdleQueueSQL), queue); err != nil {
+		if _, err := tx.ExecContext(ctx, q.sql(dropIdleQueuesSQL)); err != nil {
 			return err
 		}
 		if !q.engine.onServer() {
@@ -211,13 +252,14 @@ func (q *Queue) boundServerWaits(ctx context.Context, tx txConn) error {
 
 // queueFlow is one queue's settings, as Stats shows them.
 type queueFlow struct {
-	paused bool
-	limits Limits
+	paused      bool
+	limits      Limits
+	limitsOwner string
 }
 
 var queueFlowsSQL = stmt{
-	sqlite:   `select queue, paused, max_running, rate, rate_per_ms, max_per_key, sequence from lite_queues order by queue`,
-	postgres: `select queue, paused, max_running, rate, rate_per_ms, max_per_key, sequence from lite_queues order by queue`,
+	sqlite:   `select queue, paused, max_running, rate, rate_per_ms, max_per_key, sequence, limits_owner from lite_queues order by queue`,
+	postgres: `select queue, paused, max_running, rate, rate_per_ms, max_per_key, sequence, limits_owner from lite_queues order by queue`,
 }
 
 // queueFlows reads every queue's settings; a queue with none is absent.
@@ -234,7 +276,7 @@ func (q *Queue) queueFlows(ctx context.Context) (map[string]queueFlow, error) {
 			f     queueFlow
 			perMS int64
 		)
-		if err := rows.Scan(&queue, &f.paused, &f.limits.MaxRunning, &f.limits.Rate, &perMS, &f.limits.MaxRunningPerKey, &f.limits.Sequence); err != nil {
+		if err := rows.Scan(&queue, &f.paused, &f.limits.MaxRunning, &f.limits.Rate, &perMS, &f.limits.MaxRunningPerKey, &f.limits.Sequence, &f.limitsOwner); err != nil {
 			return nil, classify(err)
 		}
 		f.limits.Per = time.Duration(perMS) * time.Millisecond

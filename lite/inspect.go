@@ -166,6 +166,9 @@ type QueueStats struct {
 	// Limits are the queue's limits across processes (see
 	// Queue.SetLimits); zero fields are no limit.
 	Limits Limits
+	// LimitsOwner is who set Limits: "" by hand, or the Owner of the
+	// Declaration that declared them.
+	LimitsOwner string
 }
 
 var statsSQL = stmt{
@@ -201,12 +204,12 @@ func (q *Queue) withFlows(ctx context.Context, stats []QueueStats) ([]QueueStats
 	}
 	for i := range stats {
 		if f, ok := flows[stats[i].Queue]; ok {
-			stats[i].Paused, stats[i].Limits = f.paused, f.limits
+			stats[i].Paused, stats[i].Limits, stats[i].LimitsOwner = f.paused, f.limits, f.limitsOwner
 			delete(flows, stats[i].Queue)
 		}
 	}
 	for queue, f := range flows {
-		stats = append(stats, QueueStats{Queue: queue, Counts: map[State]int64{}, Paused: f.paused, Limits: f.limits})
+		stats = append(stats, QueueStats{Queue: queue, Counts: map[State]int64{}, Paused: f.paused, Limits: f.limits, LimitsOwner: f.limitsOwner})
 	}
 	// Both lists are in queue order, and so is a bytewise sort: the text
 	// order of both engines (PostgreSQL's queue column collates "C").

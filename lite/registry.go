@@ -20,6 +20,9 @@ type WorkerInfo struct {
 	Kinds     []string  `json:"kinds"`
 	StartedAt time.Time `json:"started_at"`
 	SeenAt    time.Time `json:"seen_at"`
+	// Slots is how many jobs the worker runs at once, its queues' slots
+	// together; 0 if it did not say.
+	Slots int `json:"slots"`
 }
 
 // Unhandled is a group of ready jobs, one queue and one kind, that no
@@ -55,10 +58,10 @@ var liveWorker = stmt{
 // the runs before it, so the table stays small.
 var (
 	announceSQL = stmt{
-		sqlite: `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms)
-values (?2, ?3, ?4, ?5, ?1, ?1, ?6)`,
-		postgres: `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms)
-values ($2, $3, $4, $5, $1, $1, $6)`,
+		sqlite: `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms, slots)
+values (?2, ?3, ?4, ?5, ?1, ?1, ?6, ?7)`,
+		postgres: `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms, slots)
+values ($2, $3, $4, $5, $1, $1, $6, $7)`,
 	}
 	dropStaleWorkersSQL = stmt{
 		sqlite:   `delete from lite_workers where not (` + liveWorker.sqlite + `)`,
@@ -79,18 +82,19 @@ type announcement struct {
 	q                      *Queue
 	id, identity           string
 	queues, kinds          string // JSON arrays; [] means every one
+	slots                  int
 	staleAfterMilliseconds int64
 }
 
 // newAnnouncement describes a worker run that takes what queues and kinds
-// say (nil: every one); announce writes it.
-func (q *Queue) newAnnouncement(identity string, queues, kinds []string, staleAfter time.Duration) *announcement {
+// say (nil: every one), slots jobs at once; announce writes it.
+func (q *Queue) newAnnouncement(identity string, queues, kinds []string, slots int, staleAfter time.Duration) *announcement {
 	return &announcement{q: q, id: uuid.NewString(), identity: identity,
-		queues: jsonArray(queues), kinds: jsonArray(kinds), staleAfterMilliseconds: staleAfter.Milliseconds()}
+		queues: jsonArray(queues), kinds: jsonArray(kinds), slots: slots, staleAfterMilliseconds: staleAfter.Milliseconds()}
 }
 
 func (a *announcement) insert(ctx context.Context, now int64) error {
-	_, err := a.q.writer().ExecContext(ctx, a.q.sql(announceSQL), now, a.id, a.identity, a.queues, a.kinds, a.staleAfterMilliseconds)
+	_, err := a.q.writer().ExecContext(ctx, a.q.sql(announceSQL), now, a.id, a.identity, a.queues, a.kinds, a.staleAfterMilliseconds, a.slots)
 	return err
 }
 
@@ -143,9 +147,9 @@ func jsonArray(list []string) string {
 }
 
 var workersSQL = stmt{
-	sqlite: `select identity, queues, kinds, started_at, seen_at
+	sqlite: `select identity, queues, kinds, started_at, seen_at, slots
 from lite_workers where ` + liveWorker.sqlite + ` order by started_at, identity, id`,
-	postgres: `select identity, queues, kinds, started_at, seen_at
+	postgres: `select identity, queues, kinds, started_at, seen_at, slots
 from lite_workers where ` + liveWorker.postgres + ` order by started_at, identity, id`,
 }
 
@@ -164,7 +168,7 @@ func (q *Queue) Workers(ctx context.Context) ([]WorkerInfo, error) {
 			queues, kinds   string
 			started, seenAt int64
 		)
-		if err := rows.Scan(&w.Identity, &queues, &kinds, &started, &seenAt); err != nil {
+		if err := rows.Scan(&w.Identity, &queues, &kinds, &started, &seenAt, &w.Slots); err != nil {
 			return nil, fmt.Errorf("list workers: %w", classify(err))
 		}
 		if err := errors.Join(json.Unmarshal([]byte(queues), &w.Queues), json.Unmarshal([]byte(kinds), &w.Kinds)); err != nil {

@@ -62,7 +62,7 @@ func TestARunningWorkerAnnouncesItselfUntilItStops(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
 		q, _ := e.mustOpen(t, newFakeClock())
-		w, _, _ := testWorker(t, q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{"hooks": {}}})
+		w, _, _ := testWorker(t, q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{"hooks": {Concurrency: 3}}})
 		w.Handle("deliver", func(context.Context, *lite.Job) error { return nil })
 		slept := make(chan struct{}, 1)
 		lite.SetIdleHook(w, func() {
@@ -78,6 +78,7 @@ func TestARunningWorkerAnnouncesItselfUntilItStops(t *testing.T) {
 		is.Equal(len(workers), 1)
 		is.Equal(workers[0].Queues, []string{"hooks"})
 		is.Equal(workers[0].Kinds, []string{"deliver"})
+		is.Equal(workers[0].Slots, 3) // its queues' slots together
 
 		mustEnqueue(t, q, lite.NewJob{Queue: "hooks", Kind: "delivr"})
 		got, err := q.Unhandled(t.Context())

@@ -299,7 +299,7 @@ func TestRestoreRefuses(t *testing.T) {
 		src := filepath.Join(t.TempDir(), "copy.db")
 		clock := newFakeClock()
 		q, path := mustOpen(t, clock)
-		_, err := q.DB().ExecContext(t.Context(), `insert into lite_workers
+		_, err := q.DB().ExecContext(t.Context(), `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms)
 values ('w', 'host:1', '[]', '[]', $1, $1, 30000)`, clock.Now().UnixMilli())
 		is.NoErr(err)
 		is.NoErr(q.Backup(t.Context(), src, lite.BackupOptions{}))

@@ -80,7 +80,7 @@ type CleanReport struct {
 // no error.
 func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 	var rep CleanReport
-	r, err := q.retention(ctx)
+	r, _, err := q.retention(ctx, q.r)
 	if err != nil {
 		return rep, fmt.Errorf("clean: %w", err)
 	}

@@ -50,6 +50,10 @@ type Schedule struct {
 	// LastRunAt is the tick the schedule last fired for (the RunAt of the
 	// job it enqueued), or zero if it has not fired; read only.
 	LastRunAt time.Time
+	// Owner is who set the schedule: "" by hand (SetSchedule, the CLI,
+	// the dashboard), or the Owner of the Declaration that declared it;
+	// read only.
+	Owner string
 }
 
 // scheduleJob is a schedule's job, validated as an enqueue would be.
@@ -65,52 +69,48 @@ func (q *Queue) scheduleJob(j NewJob) (jobRow, error) {
 
 // The upsert keeps the stored next run unless the spec or the zone
 // changed, so that registering the same schedule at every start never
-// moves its ticks; a stored pause stays.
+// moves its ticks; a stored pause stays. It replaces a stored schedule
+// only when ?14 (a write by hand, or a forced declaration) or the stored
+// owner is the writer's, ?13 ("" by hand): a declaration never overwrites
+// a schedule set by hand or declared by another owner.
 var setScheduleSQL = stmt{
 	sqlite: `insert into lite_schedules
     (name, spec, time_zone, queue, kind, payload, priority, max_attempts, unique_key, paused, next_run_at,
-     created_at, updated_at)
-values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)
+     created_at, updated_at, owner)
+values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13)
 on conflict (name) do update set
     spec = excluded.spec, time_zone = excluded.time_zone, queue = excluded.queue, kind = excluded.kind,
     payload = excluded.payload, priority = excluded.priority, max_attempts = excluded.max_attempts,
     unique_key = excluded.unique_key, paused = max(lite_schedules.paused, excluded.paused),
     next_run_at = case when lite_schedules.spec = excluded.spec and lite_schedules.time_zone = excluded.time_zone
         then lite_schedules.next_run_at else excluded.next_run_at end,
-    updated_at = excluded.updated_at`,
+    updated_at = excluded.updated_at, owner = excluded.owner
+where ?14 or lite_schedules.owner = excluded.owner`,
 	postgres: `insert into lite_schedules
     (name, spec, time_zone, queue, kind, payload, priority, max_attempts, unique_key, paused, next_run_at,
-     created_at, updated_at)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
+     created_at, updated_at, owner)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13)
 on conflict (name) do update set
     spec = excluded.spec, time_zone = excluded.time_zone, queue = excluded.queue, kind = excluded.kind,
     payload = excluded.payload, priority = excluded.priority, max_attempts = excluded.max_attempts,
     unique_key = excluded.unique_key, paused = lite_schedules.paused or excluded.paused,
     next_run_at = case when lite_schedules.spec = excluded.spec and lite_schedules.time_zone = excluded.time_zone
         then lite_schedules.next_run_at else excluded.next_run_at end,
-    updated_at = excluded.updated_at`,
+    updated_at = excluded.updated_at, owner = excluded.owner
+where $14 or lite_schedules.owner = excluded.owner`,
 }
 
-// SetSchedule adds the schedule s, or replaces the one of the same name.
-// Registering the same schedule again (at every start of a program) keeps
-// its next run; a changed Spec or TimeZone starts it over from its first
-// tick after now. A bad name, spec, zone or job is an error and nothing is
+// SetSchedule adds the schedule s, or replaces the one of the same name,
+// as set by hand: a Declaration no longer owns it, and leaves it alone
+// unless it forces. Registering the same schedule again keeps its next
+// run; a changed Spec or TimeZone starts it over from its first tick
+// after now. A bad name, spec, zone or job is an error and nothing is
 // stored.
 func (q *Queue) SetSchedule(ctx context.Context, s Schedule) error {
-	if s.Name == "" {
-		return errors.New("set schedule: the name is empty")
+	if err := checkScheduleName(s.Name); err != nil {
+		return fmt.Errorf("set schedule: %w", err)
 	}
-	if problem := nameProblem(s.Name); problem != "" {
-		return fmt.Errorf("set schedule: name %q %s", s.Name, problem)
-	}
-	if problem := nameProblem(s.Spec); problem != "" {
-		return fmt.Errorf("set schedule %s: %w", s.Name, codeError{fmt.Errorf("spec %q %s", s.Spec, problem), ErrInvalid})
-	}
-	c, err := parseCadence(s.Spec, s.TimeZone)
-	if err != nil {
-		return fmt.Errorf("set schedule %s: %w", s.Name, codeError{err, ErrInvalid})
-	}
-	r, err := q.scheduleJob(s.Job)
+	p, err := q.prepareSchedule(s)
 	if err != nil {
 		return fmt.Errorf("set schedule %s: %w", s.Name, err)
 	}
@@ -119,13 +119,7 @@ func (q *Queue) SetSchedule(ctx context.Context, s Schedule) error {
 	}
 	// The first tick is the first after the time the write holds its lock.
 	err = q.write(ctx, q.sql(setScheduleSQL), func(tx conn) error {
-		now := q.opts.Now()
-		next := c.after(time.Time{}, now)
-		if next.IsZero() || next.After(maxRunAt) {
-			return codeError{fmt.Errorf("spec %q has no tick after %s", s.Spec, now.UTC().Format(time.RFC3339)), ErrInvalid}
-		}
-		_, err := tx.ExecContext(ctx, q.sql(setScheduleSQL), s.Name, s.Spec, s.TimeZone, r.queue, r.kind, r.payload,
-			r.priority, r.maxAttempts, r.uniqueKey, s.Paused, next.UnixMilli(), now.UnixMilli())
+		_, err := q.putSchedule(ctx, tx, q.opts.Now(), p, "", true)
 		return err
 	})
 	if err != nil {
@@ -135,12 +129,62 @@ func (q *Queue) SetSchedule(ctx context.Context, s Schedule) error {
 	return nil
 }
 
+// preparedSchedule is a schedule checked and ready to store.
+type preparedSchedule struct {
+	s   Schedule
+	c   cadence
+	job jobRow
+}
+
+func checkScheduleName(name string) error {
+	if name == "" {
+		return errors.New("the name is empty")
+	}
+	if problem := nameProblem(name); problem != "" {
+		return fmt.Errorf("name %q %s", name, problem)
+	}
+	return nil
+}
+
+// prepareSchedule checks s's spec, zone and job.
+func (q *Queue) prepareSchedule(s Schedule) (preparedSchedule, error) {
+	if problem := nameProblem(s.Spec); problem != "" {
+		return preparedSchedule{}, codeError{fmt.Errorf("spec %q %s", s.Spec, problem), ErrInvalid}
+	}
+	c, err := parseCadence(s.Spec, s.TimeZone)
+	if err != nil {
+		return preparedSchedule{}, codeError{err, ErrInvalid}
+	}
+	r, err := q.scheduleJob(s.Job)
+	if err != nil {
+		return preparedSchedule{}, err
+	}
+	return preparedSchedule{s, c, r}, nil
+}
+
+// putSchedule stores p for owner ("" by hand), over another owner's only
+// if force, and says whether it did.
+func (q *Queue) putSchedule(ctx context.Context, tx conn, now time.Time, p preparedSchedule, owner string, force bool) (bool, error) {
+	next := p.c.after(time.Time{}, now)
+	if next.IsZero() || next.After(maxRunAt) {
+		return false, codeError{fmt.Errorf("spec %q has no tick after %s", p.s.Spec, now.UTC().Format(time.RFC3339)), ErrInvalid}
+	}
+	r := p.job
+	res, err := tx.ExecContext(ctx, q.sql(setScheduleSQL), p.s.Name, p.s.Spec, p.s.TimeZone, r.queue, r.kind, r.payload,
+		r.priority, r.maxAttempts, r.uniqueKey, p.s.Paused, next.UnixMilli(), now.UnixMilli(), owner, force)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
 var schedulesSQL = stmt{
 	sqlite: `select name, spec, time_zone, queue, kind, payload, priority, max_attempts, unique_key, paused,
-    next_run_at, last_run_at
+    next_run_at, last_run_at, owner
 from lite_schedules order by name`,
 	postgres: `select name, spec, time_zone, queue, kind, payload, priority, max_attempts, unique_key, paused,
-    next_run_at, last_run_at
+    next_run_at, last_run_at, owner
 from lite_schedules order by name`,
 }
 
@@ -158,7 +202,7 @@ func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) {
 		var next int64
 		var last sql.NullInt64
 		if err := rows.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Job.Queue, &s.Job.Kind, &s.Job.Payload, &s.Job.Priority,
-			&s.Job.MaxAttempts, &key, &s.Paused, &next, &last); err != nil {
+			&s.Job.MaxAttempts, &key, &s.Paused, &next, &last, &s.Owner); err != nil {
 			return nil, fmt.Errorf("schedules: %w", err)
 		}
 		s.Job.UniqueKey = key.String

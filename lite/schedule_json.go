@@ -21,6 +21,7 @@ type scheduleJSON struct {
 	Paused        bool      `json:"paused"`
 	NextRunAt     time.Time `json:"next_run_at"`
 	LastRunAt     time.Time `json:"last_run_at,omitzero"`
+	Owner         string    `json:"owner"`
 }
 
 // MarshalJSON writes the schedule as `lite schedule ls --json` prints it:
@@ -28,15 +29,16 @@ type scheduleJSON struct {
 //	{"name": "nightly", "spec": "0 3 * * *", "time_zone": "Europe/Berlin",
 //	 "queue": "default", "kind": "report", "payload": "{}", "priority": 0,
 //	 "max_attempts": 10, "paused": false, "next_run_at": "…Z",
-//	 "last_run_at": "…Z"}
+//	 "last_run_at": "…Z", "owner": ""}
 //
 // time_zone is "" for UTC; times are in UTC, last_run_at left out before
-// the first fire; payload and unique_key as a Job's are.
+// the first fire; payload and unique_key as a Job's are; owner "" for a
+// schedule set by hand, else its Declaration's Owner.
 func (s Schedule) MarshalJSON() ([]byte, error) {
 	out := scheduleJSON{
 		Name: s.Name, Spec: s.Spec, TimeZone: s.TimeZone, Queue: s.Job.Queue, Kind: s.Job.Kind,
 		Priority: s.Job.Priority, MaxAttempts: s.Job.MaxAttempts, UniqueKey: s.Job.UniqueKey,
-		Paused: s.Paused, NextRunAt: s.NextRunAt.UTC(), LastRunAt: s.LastRunAt.UTC(),
+		Paused: s.Paused, NextRunAt: s.NextRunAt.UTC(), LastRunAt: s.LastRunAt.UTC(), Owner: s.Owner,
 	}
 	out.Payload, out.PayloadBase64 = textOrBase64(s.Job.Payload)
 	return json.Marshal(out)
@@ -56,7 +58,7 @@ func (s *Schedule) UnmarshalJSON(b []byte) error {
 		Name: in.Name, Spec: in.Spec, TimeZone: in.TimeZone, Paused: in.Paused,
 		Job: NewJob{Queue: in.Queue, Kind: in.Kind, Payload: payload, Priority: in.Priority,
 			MaxAttempts: in.MaxAttempts, UniqueKey: in.UniqueKey},
-		NextRunAt: in.NextRunAt.UTC(), LastRunAt: in.LastRunAt.UTC(),
+		NextRunAt: in.NextRunAt.UTC(), LastRunAt: in.LastRunAt.UTC(), Owner: in.Owner,
 	}
 	return nil
 }

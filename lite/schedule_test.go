@@ -338,11 +338,11 @@ func TestScheduleJSON(t *testing.T) {
 	is.NoErr(err)
 	s := lite.Schedule{Name: "nightly", Spec: "0 3 * * *", TimeZone: "Europe/Berlin",
 		Job:       lite.NewJob{Queue: "q", Kind: "report", Payload: []byte(`{"a":1}`), Priority: 2, MaxAttempts: 3},
-		NextRunAt: time.Date(2026, 1, 3, 3, 0, 0, 0, berlin)}
+		NextRunAt: time.Date(2026, 1, 3, 3, 0, 0, 0, berlin), Owner: "billing-app"}
 	b, err := json.Marshal(s)
 	is.NoErr(err)
 	is.Equal(string(b), `{"name":"nightly","spec":"0 3 * * *","time_zone":"Europe/Berlin","queue":"q","kind":"report",`+
-		`"payload":"{\"a\":1}","priority":2,"max_attempts":3,"paused":false,"next_run_at":"2026-01-03T02:00:00Z"}`) // UTC, no last run yet
+		`"payload":"{\"a\":1}","priority":2,"max_attempts":3,"paused":false,"next_run_at":"2026-01-03T02:00:00Z","owner":"billing-app"}`) // UTC, no last run yet
 	var back lite.Schedule
 	is.NoErr(json.Unmarshal(b, &back))
 	s.NextRunAt = s.NextRunAt.UTC()

@@ -23,7 +23,7 @@ const announceTimeout = 5 * time.Second
 // removes the row. Failures only cost diagnostics, so they are logged
 // and the worker runs on.
 func (w *Worker) startAnnouncing(ctx context.Context) (stop func()) {
-	a := w.q.newAnnouncement(w.opts.Identity, w.opts.queueNames(), w.kindList, w.opts.StaleAfter)
+	a := w.q.newAnnouncement(w.opts.Identity, w.opts.queueNames(), w.kindList, w.opts.slots(), w.opts.StaleAfter)
 	if err := a.announce(ctx); err != nil && ctx.Err() == nil {
 		w.opts.Logger.Warn("lite: announcing the worker failed; retrying at the next heartbeat", "err", err)
 	}

@@ -49,6 +49,15 @@ func lanesFor(opts WorkerOptions) []*lane {
 	return lanes
 }
 
+// slots is how many jobs opts runs at once: its lanes' slots together.
+func (o WorkerOptions) slots() int {
+	n := 0
+	for _, l := range lanesFor(o) {
+		n += l.slots
+	}
+	return n
+}
+
 // free is how many of l's slots are free.
 func (w *Worker) free(l *lane) int {
 	w.mu.Lock()

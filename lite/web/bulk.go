@@ -14,8 +14,8 @@ import (
 
 // bulkRequest is a bulk action as a form or the API gives it: the action,
 // and either the jobs selected on a page (id, repeated) or every job a
-// filter matches (state, repeated; queue; kind; older_than), which all=1
-// asks for when no field narrows it.
+// filter matches (state, repeated; queue; kind; tag, repeated or a,b;
+// older_than), which all=1 asks for when no field narrows it.
 type bulkRequest struct {
 	Action    lite.BulkAction
 	Filter    lite.Filter
@@ -40,7 +40,7 @@ func parseBulk(r *http.Request, action lite.BulkAction, now time.Time) (bulkRequ
 			b.Filter.States = append(b.Filter.States, lite.State(st))
 		}
 	}
-	b.Filter.Queue, b.Filter.Kind = r.FormValue("queue"), r.FormValue("kind")
+	b.Filter.Queue, b.Filter.Kind, b.Filter.Tags = r.FormValue("queue"), r.FormValue("kind"), queryTags(r.Form["tag"])
 	if o := r.FormValue("older_than"); o != "" {
 		d, err := time.ParseDuration(o)
 		if err != nil || d <= 0 {
@@ -55,9 +55,10 @@ func parseBulk(r *http.Request, action lite.BulkAction, now time.Time) (bulkRequ
 		}
 		b.Filter.IDs = append(b.Filter.IDs, id)
 	}
-	narrowed := len(b.Filter.States) > 0 || b.Filter.Queue != "" || b.Filter.Kind != "" || b.OlderThan != "" || len(b.Filter.IDs) > 0
+	narrowed := len(b.Filter.States) > 0 || b.Filter.Queue != "" || b.Filter.Kind != "" || len(b.Filter.Tags) > 0 ||
+		b.OlderThan != "" || len(b.Filter.IDs) > 0
 	if !narrowed && !b.All {
-		return b, errors.New("give the jobs: id, or a filter (state, queue, kind, older_than), or all=1 for every job")
+		return b, errors.New("give the jobs: id, or a filter (state, queue, kind, tag, older_than), or all=1 for every job")
 	}
 	return b, nil
 }

@@ -69,6 +69,31 @@ func TestBulkActions(t *testing.T) {
 			is.True(strings.Contains(w.Body.String(), "Delete 3 jobs?")) // every job but none running
 		})
 
+		t.Run("a tag filter narrows the API's and the page's bulk actions, all matching included", func(t *testing.T) {
+			is := is.New(t)
+			vip := enqueue(t, q, lite.NewJob{Queue: "tagged", Kind: "k", Tags: []string{"eu", "vip"}})
+			eu := enqueue(t, q, lite.NewJob{Queue: "tagged", Kind: "k", Tags: []string{"eu"}})
+			var got struct {
+				Count int64 `json:"count"`
+			}
+			decode(t, post(h, "/api/bulk/cancel", url.Values{"tag": {"eu"}, "dry_run": {"1"}}).Body.Bytes(), &got)
+			is.Equal(got.Count, int64(2))
+			decode(t, post(h, "/api/bulk/cancel", url.Values{"tag": {"eu,vip"}, "dry_run": {"1"}}).Body.Bytes(), &got)
+			is.Equal(got.Count, int64(1)) // every tag given
+			page := get(h, "/jobs?tag=vip").Body.String()
+			is.True(strings.Contains(page, `value="cancel-all"`)) // all matching is offered under a tag filter
+			is.True(strings.Contains(page, `<input type="hidden" name="tag" value="vip">`))
+			w := get(h, "/jobs/bulk?do=cancel-all&tag=vip")
+			is.True(strings.Contains(w.Body.String(), "Cancel 1 jobs?"))
+			is.True(strings.Contains(w.Body.String(), "tagged vip"))
+			is.True(strings.Contains(w.Body.String(), `<input type="hidden" name="tag" value="vip">`)) // the confirmation acts on the same filter
+			w = post(h, "/jobs/bulk", url.Values{"action": {"cancel"}, "all": {"1"}, "tag": {"vip"}})
+			is.True(strings.Contains(w.Body.String(), "1 jobs changed"))
+			is.Equal(state(t, q, vip), lite.StateCancelled)
+			is.Equal(state(t, q, eu), lite.StateAvailable)
+			is.Equal(post(h, "/api/bulk/cancel", url.Values{"tag": {"a\x1b"}}).Code, http.StatusBadRequest)
+		})
+
 		t.Run("read-only offers and takes no bulk action", func(t *testing.T) {
 			is := is.New(t)
 			ro := handler(q, clock, web.Options{ReadOnly: true})

@@ -72,13 +72,15 @@ func TestWorkersPageShowsEachWorkersRunningJobsAndPid(t *testing.T) {
 		is := is.New(t)
 		ids := seed(t, q, clock) // job 2 runs, leased by worker-1
 		for i, identity := range []string{"worker-1", "box:4242:abcd1234"} {
-			_, err := q.DB().ExecContext(t.Context(), `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms)
-values ($1, $2, '[]', '[]', $3, $3, 60000)`, fmt.Sprint(i), identity, clock.Now().UnixMilli())
+			_, err := q.DB().ExecContext(t.Context(), `insert into lite_workers (id, identity, queues, kinds, started_at, seen_at, stale_after_ms, slots)
+values ($1, $2, '[]', '[]', $3, $3, 60000, $4)`, fmt.Sprint(i), identity, clock.Now().UnixMilli(), 4*i)
 			is.NoErr(err)
 		}
 		body := get(handler(q, clock, web.Options{}), "/workers").Body.String()
 		is.True(strings.Contains(body, fmt.Sprintf(`<td class="running">1 <a href="./jobs/%d">%d</a> welcome</td>`, ids.running, ids.running)))
 		is.True(strings.Contains(body, `<td class="pid">4242</td>`))
-		is.True(strings.Contains(body, `<td class="running">0</td>`)) // the other runs nothing
+		is.True(strings.Contains(body, `<td class="running">0</td>`))    // the other runs nothing
+		is.True(strings.Contains(body, `<td class="slots">1 of —</td>`)) // a worker that did not say its slots
+		is.True(strings.Contains(body, `<td class="slots">0 of 4</td>`))
 	})
 }

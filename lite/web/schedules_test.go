@@ -133,6 +133,17 @@ func TestSchedulesPage(t *testing.T) {
 		is.New(t).NoErr(q.SetSchedule(t.Context(), lite.Schedule{Name: "berlin", Spec: "@hourly", TimeZone: "Europe/Berlin",
 			Job: lite.NewJob{Queue: "reports", Kind: "sweep"}, Paused: true}))
 		is.New(t).NoErr(q.SetRetention(t.Context(), lite.Retention{Dead: lite.KeepForever}))
+		_, err := q.Declare(t.Context(), lite.Declaration{Owner: "billing-app", Schedules: []lite.Schedule{
+			{Name: "invoice", Spec: "@hourly", Job: lite.NewJob{Queue: "billing", Kind: "invoice"}}}})
+		is.New(t).NoErr(err)
+
+		t.Run("each schedule's owner: hand, or code and the declaration's owner", func(t *testing.T) {
+			is := is.New(t)
+			body := get(h, "/schedules").Body.String()
+			is.True(strings.Contains(body, `<td class="owner">code:billing-app</td>`))
+			row := body[strings.Index(body, `<tr data-schedule="nightly">`):]
+			is.True(strings.Contains(row[:strings.Index(row, "</tr>")], `<td class="owner">hand</td>`))
+		})
 
 		t.Run("each schedule's fields and the actions that apply", func(t *testing.T) {
 			is := is.New(t)
