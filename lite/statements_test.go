@@ -41,6 +41,7 @@ var statements = map[string]any{
 	"whyNotLeasedSQL":     whyNotLeasedSQL,
 	"renewSQL":            renewSQL,
 	"leaseLossSQL":        leaseLossSQL,
+	"lostLeasesSQL":       lostLeasesSQL,
 	"reclaimSQL":          reclaimSQL,
 	"liveWorker":          liveWorker,
 	"announceSQL":         announceSQL,

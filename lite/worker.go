@@ -214,12 +214,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 
+	commits, stopLeaseWatch := w.watchLeases(background, commits)
 	commits, stopFiring := w.startFiring(ctx, commits, poll)
 	w.loop(ctx, handlerCtx, watcher, commits, poll)
 	stopFiring()
 	stopReclaims()
 	stopCleaning()
 	w.shutdown(stopHandlers)
+	stopLeaseWatch()
 	stopAnnouncing()
 	stopAcks()
 	stopBeats()
