@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -67,37 +68,20 @@ func (q *Queue) lostLeases(ctx context.Context, leases []Lease) (map[leaseKey]bo
 // other processes' through the notifications the queue's waiters share.
 func (w *Worker) watchLeases(ctx context.Context, commits <-chan struct{}) (relayed <-chan struct{}, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
+	var done sync.WaitGroup
 	woken := make(chan struct{}, 1)
-	done := make(chan struct{}, 2)
 	if commits != nil {
 		out := make(chan struct{}, 1)
 		relayed = out
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-commits:
-					signal(out)
-					signal(woken)
-				}
-			}
-		}()
+		done.Go(func() { fanOut(ctx, commits, out, woken) })
 	}
 	if w.q.engine.onServer() {
 		w.q.joinWatch()
 	}
-	go func() {
-		defer func() { done <- struct{}{} }()
-		w.leaseChecks(ctx, woken)
-	}()
+	done.Go(func() { w.leaseChecks(ctx, woken) })
 	return relayed, func() {
 		cancel()
-		<-done
-		if commits != nil {
-			<-done
-		}
+		done.Wait()
 		if w.q.engine.onServer() {
 			w.q.leaveWatch()
 		}

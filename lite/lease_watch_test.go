@@ -61,7 +61,7 @@ func TestALostLeaseStopsItsHandlerAtTheNextCommit(t *testing.T) {
 				// lease the job again, which would stop the old run by itself.
 				w, _, _ := testWorker(t, q, lite.WorkerOptions{Concurrency: 1}) // heartbeats an hour apart
 				started := make(chan struct{})
-				stopped := make(chan error, 1)
+				stopped, logged := make(chan error, 1), make(chan error, 1)
 				w.Handle("block", func(ctx context.Context, job *lite.Job) error {
 					if job.Generation > 1 {
 						return nil // the job leased again once its first run stopped
@@ -69,6 +69,7 @@ func TestALostLeaseStopsItsHandlerAtTheNextCommit(t *testing.T) {
 					close(started)
 					<-ctx.Done()
 					stopped <- context.Cause(ctx)
+					logged <- lite.Log(ctx, "after the loss")
 					return ctx.Err()
 				})
 				defer runWorker(t, w)()
@@ -76,6 +77,7 @@ func TestALostLeaseStopsItsHandlerAtTheNextCommit(t *testing.T) {
 				<-started
 				is.NoErr(c.take(t.Context(), other, id, clock))
 				is.True(errors.Is(recv(t, stopped), lite.ErrLeaseLost)) // why: no heartbeat ran
+				is.True(errors.Is(recv(t, logged), lite.ErrLeaseLost))  // its reports are refused from then on
 			})
 		}
 	})

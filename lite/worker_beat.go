@@ -36,6 +36,7 @@ func (w *Worker) stopLost(r *run, lost error) {
 	}
 	w.opts.Logger.Warn("lite: lease lost; stopping its handler",
 		"job_id", r.job.ID, "kind", r.job.Kind, "lease_generation", r.job.Generation)
+	r.reports.refuse(lost) // before the handler wakes: what it reports then is refused
 	r.cancel(lost)
 }
 
