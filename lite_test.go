@@ -517,10 +517,11 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 	out := mustLite(t, filepath.Join(t.TempDir(), "unused.db"), "", "--json", "bench", "--sync", "normal", "--runs", "2",
 		"--duration", "50ms", "--big-rows", "2000", "--samples", "5", "--processes", "2", "--prefill", "20000", "--drain-jobs", "2000", "--dir", t.TempDir())
 	is.NoErr(json.Unmarshal([]byte(out), &rows))
-	// 3 references; 13 of lite's figures: 3 enqueue, 4 worker, p50 and
-	// p99 of 2 latencies, processes and their busy errors, a drain's rate;
-	// 3 of memory.
-	is.Equal(len(rows), 20)
+	// 3 references; 19 of lite's figures: 3 enqueue, 4 worker, p50 and
+	// p99 of 2 latencies and of 3 durable calls (2 round trips, a
+	// cancel), processes and their busy errors, a drain's rate; 3 of
+	// memory.
+	is.Equal(len(rows), 26)
 	memory := 0
 	for _, r := range rows {
 		if r.Unit == "errors" {
@@ -587,6 +588,12 @@ func TestBenchOnPostgresPrintsEveryFigure(t *testing.T) {
 		{"latency, same process", "ms p99", ""},
 		{"latency, another process, LISTEN/NOTIFY", "ms p50", "< 5 ms"},
 		{"latency, another process, LISTEN/NOTIFY", "ms p99", ""},
+		{"round trip, Enqueue to Wait's result, worker in this process", "ms p50", ""},
+		{"round trip, Enqueue to Wait's result, worker in this process", "ms p99", ""},
+		{"round trip, Enqueue to Wait's result, worker in another process", "ms p50", ""},
+		{"round trip, Enqueue to Wait's result, worker in another process", "ms p99", ""},
+		{"Cancel of a running job to its handler's stop, another process", "ms p50", "< 100 ms"},
+		{"Cancel of a running job to its handler's stop, another process", "ms p99", "< 500 ms"},
 		{"2 processes on one database, concurrency 64 each", "jobs/s", ">= 1.5x"},
 		{"peak RSS of this process", "MiB", ""},
 		{"peak RSS of a child process", "MiB", ""},

@@ -110,6 +110,7 @@ var statements = map[string]any{
 	"dropIdleQueuesSQL":       dropIdleQueuesSQL,
 	"removeSchedulesSQL":      removeSchedulesSQL,
 	"liftUndeclaredLimitsSQL": liftUndeclaredLimitsSQL,
+	"lostLeasesSQL":           lostLeasesSQL,
 }
 
 // fragments are the parts that statements are built from: checked for

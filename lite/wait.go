@@ -50,7 +50,7 @@ const (
 // ErrNotFound at once. Ending ctx ends the wait, and only the wait: the
 // job goes on.
 func (q *Queue) Wait(ctx context.Context, id int64) (*Job, error) {
-	jobs, err := q.waitFor(ctx, []int64{id}, 1)
+	jobs, err := q.waitFor(ctx, []int64{id}, 1, nil)
 	if err != nil {
 		return nil, fmt.Errorf("wait: %w", err)
 	}
@@ -62,7 +62,7 @@ func (q *Queue) Wait(ctx context.Context, id int64) (*Job, error) {
 // found missing.
 func (q *Queue) WaitAll(ctx context.Context, ids []int64) ([]*Job, error) {
 	unique := distinct(ids)
-	jobs, err := q.waitFor(ctx, unique, len(unique))
+	jobs, err := q.waitFor(ctx, unique, len(unique), nil)
 	if err != nil {
 		return nil, fmt.Errorf("wait: %w", err)
 	}
@@ -81,7 +81,7 @@ func (q *Queue) WaitAny(ctx context.Context, ids []int64) (*Job, error) {
 	if len(unique) == 0 {
 		return nil, errors.New("wait: no ids")
 	}
-	jobs, err := q.waitFor(ctx, unique, 1)
+	jobs, err := q.waitFor(ctx, unique, 1, nil)
 	if err != nil {
 		return nil, fmt.Errorf("wait: %w", err)
 	}
@@ -136,8 +136,9 @@ func (j *Job) Err() error {
 }
 
 // waitFor waits until need of ids (distinct) are finished, and returns
-// every one it found finished by then.
-func (q *Queue) waitFor(ctx context.Context, ids []int64, need int) (map[int64]*Job, error) {
+// every one it found finished by then. look, if not nil, runs before each
+// read of the states: WaitProgress's look at the job's progress.
+func (q *Queue) waitFor(ctx context.Context, ids []int64, need int, look func(context.Context)) (map[int64]*Job, error) {
 	watched := q.joinWatch()
 	defer q.leaveWatch()
 	poll := waitPoll
@@ -153,6 +154,9 @@ func (q *Queue) waitFor(ctx context.Context, ids []int64, need int) (map[int64]*
 	for {
 		// Taken before the read, so that a commit after it wakes this wait.
 		wake := q.finished.wait()
+		if look != nil {
+			look(ctx)
+		}
 		var err error
 		if pending, err = q.collectFinished(ctx, pending, finished); err != nil {
 			if ctx.Err() != nil {

@@ -226,6 +226,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 
+	commits, stopLeaseWatch := w.watchLeases(background, commits)
 	commits, stopFiring := w.startFiring(ctx, commits, poll)
 	w.refill = w.startRefill(handlerCtx)
 	w.loop(ctx, handlerCtx, watcher, commits, poll)
@@ -234,6 +235,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopReclaims()
 	stopCleaning()
 	w.shutdown(stopHandlers)
+	stopLeaseWatch()
 	stopAnnouncing()
 	stopAcks()
 	stopBeats()

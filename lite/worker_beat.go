@@ -20,15 +20,24 @@ func (w *Worker) Heartbeat(ctx context.Context) error {
 	}
 	defer w.reportsLogged(ctx, runs, results)
 	for i, lost := range results {
-		r := runs[i]
-		if lost == nil || r.settling.Load() || !r.lostSeen.CompareAndSwap(false, true) {
-			continue // renewed, ending by itself, or already told
+		if lost != nil {
+			w.stopLost(runs[i], lost)
 		}
-		w.opts.Logger.Warn("lite: lease lost; stopping its handler",
-			"job_id", r.job.ID, "kind", r.job.Kind, "lease_generation", r.job.Generation)
-		r.cancel(lost)
 	}
 	return nil
+}
+
+// stopLost cancels r's handler with lost, an ErrLeaseLost, as the cause,
+// unless r is ending by itself or was told already (by a heartbeat, or a
+// look after a commit: see watchLeases).
+func (w *Worker) stopLost(r *run, lost error) {
+	if r.settling.Load() || !r.lostSeen.CompareAndSwap(false, true) {
+		return
+	}
+	w.opts.Logger.Warn("lite: lease lost; stopping its handler",
+		"job_id", r.job.ID, "kind", r.job.Kind, "lease_generation", r.job.Generation)
+	r.reports.refuse(lost) // before the handler wakes: what it reports then is refused
+	r.cancel(lost)
 }
 
 // Reclaim is recoverStale: it takes back every job of other workers whose

@@ -32,22 +32,26 @@ func (w *Worker) startFiring(ctx context.Context, commits <-chan struct{}, poll 
 	if commits != nil {
 		toLease, toFire := make(chan struct{}, 1), make(chan struct{}, 1)
 		leaseCommits, fireCommits = toLease, toFire
-		done.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-commits:
-					signal(toLease)
-					signal(toFire)
-				}
-			}
-		})
+		done.Go(func() { fanOut(ctx, commits, toLease, toFire) })
 	}
 	done.Go(func() { w.fireLoop(ctx, fireCommits, poll) })
 	return leaseCommits, func() {
 		cancel()
 		done.Wait()
+	}
+}
+
+// fanOut signals each of outs at every signal on in, until ctx ends.
+func fanOut(ctx context.Context, in <-chan struct{}, outs ...chan<- struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-in:
+			for _, out := range outs {
+				signal(out)
+			}
+		}
 	}
 }
 

@@ -39,8 +39,12 @@ func TestAJobLeasedAgainByTheSameWorkerIsANewRun(t *testing.T) {
 
 		_, err := q.ReleaseUnowned(ctx, id) // generation 2; the same worker leases it again
 		is.NoErr(err)
-		// why: no heartbeat ran; the new lease itself proves the old one lost
+		// why: no heartbeat ran; the new lease itself proves the old one
+		// lost, and so does the release's commit, which may come first
 		is.True(errors.Is(recv(t, causes), lite.ErrLeaseLost))
+		// The clock moves only once the new run holds its slot: a lease
+		// in flight is not yet one the worker's Reclaim knows it holds.
+		is.Equal(ev.await(t, lite.EventStarted).Generation, int64(3))
 
 		for range 10 { // ten hours, over three times StaleAfter: the new run keeps beating
 			clock.Advance(time.Hour)
@@ -49,6 +53,7 @@ func TestAJobLeasedAgainByTheSameWorkerIsANewRun(t *testing.T) {
 		}
 		close(finish)
 		is.Equal(ev.await(t, lite.EventDone).Generation, int64(3))
+		w.Wait() // the old run has told its outcome too: nothing else runs
 		var started, lost []int64
 		for _, e := range ev.seen() {
 			switch e.Kind {

@@ -252,6 +252,9 @@ func (r *benchRun) all(ctx context.Context) error {
 		r.addLatency("latency, same process", inProcess, 1, 3)
 	}
 	r.addLatency("latency, another process", crossProcess, 5, 15)
+	if err := r.calls(ctx); err != nil {
+		return err
+	}
 	many, busy, err := r.processes(ctx)
 	if err != nil {
 		return err
@@ -714,7 +717,7 @@ func (r *benchRun) wait(c *childProc) (out string, rss uint64, err error) {
 // bench's cross-process figures.
 type ChildFlags struct {
 	Sync string `enum:"normal,full" default:"normal"`
-	Mode string `arg:"" enum:"latency,drain,drain-all"`
+	Mode string `arg:"" enum:"latency,drain,drain-all,calls"`
 	Arg  string `arg:""`
 }
 
@@ -734,8 +737,9 @@ func Child(ctx context.Context, c ChildFlags, db string, out io.Writer) error {
 
 // run enqueues paced jobs stamped with their time (latency); drains jobs
 // for a duration and prints its rate and how many busy errors its worker
-// logged (drain); or drains a number of jobs and prints its rate
-// (drain-all).
+// logged (drain); drains a number of jobs and prints its rate
+// (drain-all); or works durable calls until told to stop (calls, see
+// serveCalls).
 func (c *ChildFlags) run(ctx context.Context, db string, out io.Writer) error {
 	sync := map[string]lite.Synchronous{"normal": lite.SyncNormal, "full": lite.SyncFull}[c.Sync]
 	q, err := lite.Open(ctx, db, lite.Options{Synchronous: sync})
@@ -755,6 +759,9 @@ func (c *ChildFlags) run(ctx context.Context, db string, out io.Writer) error {
 			time.Sleep(20 * time.Millisecond) // let the worker go idle again
 		}
 		return nil
+	}
+	if c.Mode == "calls" {
+		return serveCalls(ctx, q, out)
 	}
 	if c.Mode == "drain-all" {
 		n, err := strconv.ParseInt(c.Arg, 10, 64)

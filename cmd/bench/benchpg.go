@@ -85,6 +85,9 @@ func (r *benchRun) allServer(ctx context.Context) error {
 	}
 	r.addLatency("latency, same process", inProcess, 0, 0)
 	r.addLatency("latency, another process, LISTEN/NOTIFY", crossProcess, 5, 0)
+	if err := r.calls(ctx); err != nil {
+		return err
+	}
 	many, _, err := r.processes(ctx)
 	if err != nil {
 		return err
