@@ -105,3 +105,11 @@ func SetWaitPolls(watched, unwatched time.Duration) (restore func()) {
 // WaitReports counts the commits the waiters' shared watch relayed: on a
 // server, the first is its listener coming up.
 func WaitReports(q *Queue) int64 { return q.waiters.reports.Load() }
+
+// QueuedAcks is how many done-acks wait for w's next group commit.
+func QueuedAcks(w *Worker) int {
+	if c := w.acks.Load(); c != nil {
+		return len(c.reqs)
+	}
+	return 0
+}
