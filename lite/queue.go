@@ -532,7 +532,7 @@ func (q *Queue) afterCommit(ctx context.Context) error {
 		return nil
 	}
 	if err := q.opts.AfterCommit(ctx); err != nil {
-		return codeError{fmt.Errorf("committed, but AfterCommit failed: %w", err), ErrAfterCommit}
+		return codeError{fmt.Errorf("committed here, but the wait after its commit failed: %w", err), ErrAfterCommit}
 	}
 	return nil
 }
