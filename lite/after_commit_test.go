@@ -69,7 +69,11 @@ func TestAfterCommit(t *testing.T) {
 			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
 			ran := make(chan error, 1)
 			go func() { ran <- w.Run(ctx) }()
-			<-first
+			select {
+			case <-first:
+			case err := <-ran:
+				t.Fatalf("the worker finished its jobs without waiting (%v)", err)
+			}
 			// The first group's acks are committed and waiting; every
 			// other ack queues behind them for the next group.
 			for doneIn(t, q)+int64(lite.QueuedAcks(w)) < n {
