@@ -233,12 +233,15 @@ func TestAfterCommitSyncWaitsForTheReplica(t *testing.T) {
 		is.NoErr(os.CopyFS(copied, os.DirFS(dir)))
 		is.Equal(restoredUnfinished(t, "file://"+copied), int64(3))
 
+		var mu sync.Mutex
 		copies := make(map[int64]string) // a job's id: the replica copied as its ack was reported
 		w, err := lite.NewWorker(q, lite.WorkerOptions{StopWhenIdle: true, OnEvent: func(ev lite.Event) {
 			if ev.Kind == lite.EventDone {
 				copied := t.TempDir()
 				is.NoErr(os.CopyFS(copied, os.DirFS(dir)))
-				copies[ev.JobID] = copied // OnEvent's calls come one at a time
+				mu.Lock()
+				copies[ev.JobID] = copied
+				mu.Unlock()
 			}
 		}})
 		is.NoErr(err)
