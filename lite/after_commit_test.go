@@ -14,7 +14,7 @@ import (
 
 func TestAfterCommit(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
-		t.Run("enqueues wait for it once per commit, and leases, renewals and EnqueueTx never call it", func(t *testing.T) {
+		t.Run("enqueues wait for it once per commit, and leases and renewals never call it", func(t *testing.T) {
 			is := is.New(t)
 			ctx := t.Context()
 			var calls atomic.Int64
