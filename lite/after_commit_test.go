@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -84,6 +85,32 @@ func TestAfterCommit(t *testing.T) {
 			is.NoErr(<-ran)
 			is.Equal(reported.Load(), int64(n))
 			is.True(calls.Load() <= 2) // the first group, then all the acks queued behind it in one
+		})
+		t.Run("a done-ack whose wait times out is reported done, not written again and found lost", func(t *testing.T) {
+			is := is.New(t)
+			var working atomic.Bool
+			q, _ := e.open(t, lite.Options{AfterCommit: func(context.Context) error {
+				if working.Load() {
+					return context.DeadlineExceeded // a net.Error, as a connection's timeout is
+				}
+				return nil
+			}})
+			id := mustEnqueue(t, q, lite.NewJob{Payload: []byte("{}")})
+			working.Store(true)
+			var events []lite.EventKind
+			var mu sync.Mutex
+			w, err := lite.NewWorker(q, lite.WorkerOptions{StopWhenIdle: true, Logger: slog.New(slog.DiscardHandler), OnEvent: func(ev lite.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				if ev.Kind != lite.EventStarted {
+					events = append(events, ev.Kind)
+				}
+			}})
+			is.NoErr(err)
+			w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+			is.NoErr(w.Run(t.Context()))
+			is.Equal(events, []lite.EventKind{lite.EventDone})
+			is.Equal(mustGet(t, q, id).State, lite.StateDone)
 		})
 		t.Run("a failed attempt waits for it too, and a wait that fails leaves the outcome written and reported", func(t *testing.T) {
 			is := is.New(t)

@@ -153,6 +153,9 @@ func retryBusy(ctx context.Context, write func() error) error {
 	err := write()
 	var waited time.Duration
 	for wait := 25 * time.Millisecond; ; wait = min(2*wait, 1600*time.Millisecond) {
+		if errors.Is(err, ErrAfterCommit) {
+			return err // committed: written again, it would find its lease gone
+		}
 		busy := errors.Is(err, ErrBusy) && waited < 3*time.Second
 		if !busy && !unreachable(err) {
 			return err
