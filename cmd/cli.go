@@ -242,7 +242,8 @@ func (cli *root) queueOptions(command string) lite.Options {
 	case "serve":
 		maxResult = cli.Serve.maxResult
 	}
-	return lite.Options{MaxPayloadBytes: max(maxResult, lite.DefaultMaxPayloadBytes), ExternalCheckpoints: cli.replicates(command)}
+	return lite.Options{MaxPayloadBytes: max(maxResult, lite.DefaultMaxPayloadBytes),
+		ExternalCheckpoints: cli.replicates(command), AfterCommit: cli.afterCommit(command)}
 }
 
 // Run parses args and runs the chosen command. The queue opens only when a

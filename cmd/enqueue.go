@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"reflect"
 	"strings"
@@ -40,6 +41,7 @@ type enqueueCmd struct {
 	Wait        bool              `help:"Wait for the job to finish and print its result instead of its id, with the exit codes of lite wait (see lite wait --help)."`
 	Timeout     time.Duration     `help:"With --wait: give up after this long (exit 5); the job goes on."`
 	Payload     *string           `arg:"" optional:"" help:"The payload; - reads it from standard input; \"\" is an empty one."`
+	replicateFlags
 
 	runAt     time.Time // --at, read by Validate
 	expiresAt time.Time // --expires-at, read by Validate
@@ -70,7 +72,7 @@ type jsonLine struct {
 
 // Validate refuses a queue, kind or tag no job can have, and reads --at.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
-	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag)); err != nil {
+	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), c.check()); err != nil {
 		return err
 	}
 	if c.At != "" || flagGiven(kctx, "at") { // --at "$WHEN" with WHEN unset is no time, not now
@@ -112,7 +114,15 @@ func parseAt(s string, loc *time.Location) (time.Time, error) {
 
 // Run enqueues and prints the new job's id (--json: the job), or with
 // --file a count (--json: {"enqueued": N, "duplicates": M}).
+//
+// With --replicate it replicates the file while it runs, or stands by if
+// another process does.
 func (c *enqueueCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
+	log := slog.New(slog.NewTextHandler(quietWriter{env.Stderr}, &slog.HandlerOptions{Level: g.LogLevel}))
+	return c.run(g, log, func() error { return c.enqueue(ctx, env, g, q) })
+}
+
+func (c *enqueueCmd) enqueue(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	if err := c.checkWait(); err != nil {
 		return err
 	}

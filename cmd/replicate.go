@@ -13,35 +13,65 @@ import (
 )
 
 // replicateFlags ship the file off the box while lite work (or lite
-// serve with a command) runs.
+// serve with a command, or lite enqueue) runs.
 type replicateFlags struct {
 	Replicate      replicaURL `placeholder:"URL" help:"Replicate the file as it changes (Litestream) to URL: file:///path (a directory, such as a NAS mount) or sftp://user@host:port/path?key=KEY_FILE&host-key=HOST_KEY_FILE. One process replicates a file at a time; the others stand by and take over. Give it to every process on the file: Litestream then owns its checkpoints."`
 	ReplicateEvery interval   `default:"1s" help:"With --replicate, how often new commits are shipped: about what losing the box loses."`
+	WaitForReplica bool       `help:"With --replicate, an enqueue or a job's outcome returns only once its commit is on the replica (asking the process that replicates the file), so that losing the box loses none of them: a ship per commit, or per group of acks."`
+
+	r *replicate.Replicator // while the command replicates
 }
 
 // replicates reports whether the command replicates the file: then
 // Litestream owns its checkpoints.
 func (r *root) replicates(command string) bool {
-	switch command {
-	case "work":
-		return r.Work.Replicate != ""
-	case "serve":
-		return r.Serve.Replicate != ""
-	}
-	return false
+	f := r.replicateFlags(command)
+	return f != nil && f.Replicate != ""
 }
 
-// run runs the worker, replicating the file while it runs if asked; the
-// last commits are shipped before it returns.
-func (c *replicateFlags) run(ctx context.Context, g *globals, log *slog.Logger, w *lite.Worker) error {
+// replicateFlags are the command's, or nil for a command without them.
+func (r *root) replicateFlags(command string) *replicateFlags {
+	switch command {
+	case "work":
+		return &r.Work.replicateFlags
+	case "serve":
+		return &r.Serve.replicateFlags
+	case "enqueue":
+		return &r.Enqueue.replicateFlags
+	}
+	return nil
+}
+
+// afterCommit is the queue's lite.Options.AfterCommit for the command:
+// with --wait-for-replica, a wait for the replica.
+func (r *root) afterCommit(command string) func(context.Context) error {
+	f := r.replicateFlags(command)
+	if f == nil || !f.WaitForReplica {
+		return nil
+	}
+	return func(ctx context.Context) error { return f.r.Sync(ctx) }
+}
+
+// check refuses --wait-for-replica without --replicate.
+func (c *replicateFlags) check() error {
+	if c.WaitForReplica && c.Replicate == "" {
+		return usagef("--wait-for-replica waits for the replica --replicate URL ships: give both")
+	}
+	return nil
+}
+
+// run runs fn (the worker, the enqueue), replicating the file while it
+// runs if asked; the last commits are shipped before it returns.
+func (c *replicateFlags) run(g *globals, log *slog.Logger, fn func() error) error {
 	if c.Replicate == "" {
-		return w.Run(ctx)
+		return fn()
 	}
 	r, err := replicate.Start(g.DB, string(c.Replicate), replicate.Options{SyncInterval: time.Duration(c.ReplicateEvery), Logger: slog.New(atLeast{log.Handler(), slog.LevelWarn})})
 	if err != nil {
 		return err
 	}
-	err = w.Run(ctx)
+	c.r = r
+	err = fn()
 	return errors.Join(err, r.Close())
 }
 

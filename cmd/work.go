@@ -107,6 +107,9 @@ func (c *workerFlags) validate(argv []string) error {
 	case c.StaleAfter < 3*c.Heartbeat:
 		return fmt.Errorf("--stale-after %s is under three heartbeats of --heartbeat %s: one slow renewal would cost a lease", c.StaleAfter, c.Heartbeat)
 	}
+	if err := c.check(); err != nil {
+		return err
+	}
 	queues, err := parseQueues(c.Queue)
 	if err != nil {
 		return err
@@ -242,7 +245,7 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Que
 	for _, kind := range c.Kind {
 		w.Handle(kind, h) // the worker then leases these kinds alone
 	}
-	if err := c.run(ctx, g, log, w); err != nil {
+	if err := c.run(g, log, func() error { return w.Run(ctx) }); err != nil {
 		return err
 	}
 	select {

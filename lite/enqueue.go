@@ -302,6 +302,9 @@ func (q *Queue) enqueue(ctx context.Context, j NewJob) (int64, error) {
 		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
 	}
 	q.notify()
+	if err := q.afterCommit(ctx); err != nil {
+		return id, fmt.Errorf("enqueue %s: %w", r.queue, err)
+	}
 	return id, nil
 }
 
@@ -365,6 +368,9 @@ func (q *Queue) enqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, er
 		return nil, fmt.Errorf("enqueue batch: %w", classify(err))
 	}
 	q.notify()
+	if err := q.afterCommit(ctx); err != nil {
+		return out, fmt.Errorf("enqueue batch: %w", err)
+	}
 	return out, nil
 }
 

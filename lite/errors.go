@@ -54,6 +54,11 @@ var (
 	// above the floor it derives from the clock: the clock is behind an
 	// earlier restore's. Nothing changed; set the clock right and rerun.
 	ErrClockBehind = errors.New("clock behind an earlier restore")
+	// ErrAfterCommit means an enqueue or an ack committed, but the wait
+	// Options.AfterCommit adds after the commit (for the replica) failed:
+	// the write is in the file, and not known to be anywhere else.
+	// Retrying an enqueue would add the job twice.
+	ErrAfterCommit = errors.New("after commit")
 )
 
 // codeError adds one of lite's sentinels to an error without changing

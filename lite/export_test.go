@@ -125,3 +125,11 @@ func HoldRounds(q *Queue) (waiting func() int, release func()) {
 	<-running
 	return func() int { return len(q.rounds.reqs) }, func() { close(hold) }
 }
+
+// QueuedAcks is how many done-acks wait for w's next group commit.
+func QueuedAcks(w *Worker) int {
+	if c := w.acks.Load(); c != nil {
+		return len(c.reqs)
+	}
+	return 0
+}

@@ -67,6 +67,16 @@ type Options struct {
 	// the WAL between two of its reads and costs the replica a snapshot.
 	// The owner must checkpoint, or the WAL grows without bound.
 	ExternalCheckpoints bool
+	// AfterCommit, if set, makes enqueues and a Worker's acks wait for
+	// more than the disk: it is called after each commit of Enqueue and
+	// EnqueueBatch, and of each outcome a Worker writes (once per group
+	// commit of done-acks, not once per job), and that call returns only
+	// once AfterCommit has. lite/replicate's Replicator.Sync, which
+	// returns once every commit before it is on the replica, makes them
+	// wait for the replica. If it fails, the call returns an error that
+	// is ErrAfterCommit: the write committed on this file all the same.
+	// EnqueueTx and the other calls never call it.
+	AfterCommit func(ctx context.Context) error
 	// Backoff is the delay before retrying a job whose attempt number
 	// attempt (from 1) failed. Default: 1s doubling per attempt up to one
 	// hour, with the upper half jittered.
@@ -559,6 +569,18 @@ func (q *Queue) writeTx(ctx context.Context, query string, fn func(tx txConn) er
 			return fn(c.(txConn))
 		}
 	})
+}
+
+// afterCommit waits for Options.AfterCommit, if set, once a commit of
+// enqueues or acks returned.
+func (q *Queue) afterCommit(ctx context.Context) error {
+	if q.opts.AfterCommit == nil {
+		return nil
+	}
+	if err := q.opts.AfterCommit(ctx); err != nil {
+		return codeError{fmt.Errorf("committed here, but the wait after its commit failed: %w", err), ErrAfterCommit}
+	}
+	return nil
 }
 
 // noteWait records that a write waited from from to to (ms), for the file's

@@ -29,11 +29,16 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 	ev := Event{JobID: r.job.ID, Job: r.job, Generation: l.Generation, Elapsed: elapsed}
 	var snooze *SnoozeError
 	var writeErr error
+	waited := false // the write's own commit waited for Options.AfterCommit
 	switch {
 	case err == nil:
 		ev.Kind, ev.State = EventDone, StateDone
-		writeErr = retryBusy(ctx, func() error { return w.ackDone(ctx, l, out) })
+		writeErr = retryBusy(ctx, func() (err error) {
+			waited, err = w.ackDone(ctx, l, out)
+			return err
+		})
 		if refusedForHandlerOutput(writeErr, out) {
+			waited = false // the failure is a write of its own
 			cause := writeErr
 			if errors.Is(cause, ErrTooLarge) {
 				cause = Permanent(cause) // the same result would be refused again
@@ -52,7 +57,14 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 	default:
 		writeErr = w.fail(ctx, l, err, out, &ev)
 	}
+	if writeErr == nil && !waited {
+		writeErr = w.q.afterCommit(ctx)
+	}
 	switch {
+	case errors.Is(writeErr, ErrAfterCommit):
+		// Written here: the event stands, and a replica may lack it.
+		w.opts.Logger.Error("lite: a job's outcome committed, but the wait after its commit failed",
+			"job_id", r.job.ID, "outcome", ev.Kind, "err", writeErr)
 	case errors.Is(writeErr, ErrLeaseLost):
 		var lost *LeaseLostError
 		if !errors.As(writeErr, &lost) || lost.Why == "" {
@@ -111,16 +123,18 @@ func refusedForHandlerOutput(ackErr error, out settlement) bool {
 	return len(out.writes) > 0 || errors.Is(ackErr, ErrTooLarge)
 }
 
-func (w *Worker) ackDone(ctx context.Context, l Lease, out settlement) error {
+// ackDone writes a done-ack; waited says the group commit that wrote it
+// also waited for Options.AfterCommit.
+func (w *Worker) ackDone(ctx context.Context, l Lease, out settlement) (waited bool, err error) {
 	if len(out.writes) > 0 {
-		return w.q.complete(ctx, l, out.result, out.ackWrites(ctx, w.q, l))
+		return false, w.q.complete(ctx, l, out.result, out.ackWrites(ctx, w.q, l))
 	}
 	if c := w.acks.Load(); c != nil {
 		if err := c.ack(l, out.result); !errors.Is(err, errCompleterStopped) {
-			return err
+			return true, err
 		}
 	}
-	return w.q.AckDone(ctx, l, out.result)
+	return false, w.q.AckDone(ctx, l, out.result)
 }
 
 // startAcks starts group commit for the worker's run on a server; the
@@ -150,6 +164,9 @@ func retryBusy(ctx context.Context, write func() error) error {
 	err := write()
 	var waited time.Duration
 	for wait := 25 * time.Millisecond; ; wait = min(2*wait, 1600*time.Millisecond) {
+		if errors.Is(err, ErrAfterCommit) {
+			return err // committed: written again, it would find its lease gone
+		}
 		busy := errors.Is(err, ErrBusy) && waited < 3*time.Second
 		if !busy && !unreachable(err) {
 			return err
@@ -257,6 +274,10 @@ func (c *completer) commit(group []ackRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
 	defer cancel()
 	results, err := c.write(ctx, acks)
+	var waited error
+	if err == nil {
+		waited = c.q.afterCommit(ctx) // once per group commit, not per ack
+	}
 	for i, r := range group {
 		switch {
 		case err != nil:
@@ -264,7 +285,7 @@ func (c *completer) commit(group []ackRequest) {
 		case results[i] != nil:
 			r.reply <- fmt.Errorf("ack done: %w", results[i])
 		default:
-			r.reply <- nil
+			r.reply <- waited
 		}
 	}
 }

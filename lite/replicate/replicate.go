@@ -2,9 +2,14 @@
 // with Litestream as a library, and restores it with lite's fencing. A
 // program links Litestream only if it imports this package.
 //
-//	q, err := lite.Open(ctx, path, lite.Options{ExternalCheckpoints: true})
 //	r, err := replicate.Start(path, "file:///mnt/nas/lite", replicate.Options{})
-//	defer r.Close(ctx) // before q.Close: it ships the last commits
+//	q, err := lite.Open(ctx, path, lite.Options{ExternalCheckpoints: true})
+//	// ... work ...
+//	r.Close() // ships the last commits; before q.Close
+//	q.Close()
+//
+// With lite.Options{AfterCommit: r.Sync} as well, an Enqueue and a
+// worker's ack return only once their commit is on the replica.
 //
 // Replicas go to a directory (file:///path, such as a NAS mount) or over
 // SFTP (sftp://user@host:port/path?key=…&host-key=…). Restore puts the
@@ -51,10 +56,6 @@ const standbyRetry = time.Second
 // pageSize is the page size of a file lite creates, from which
 // WALSizeLimit is counted in pages.
 const pageSize = 4096
-
-// ErrStandby is what Sync returns while another process replicates the
-// file.
-var ErrStandby = errors.New("another process replicates the file; this one stands by")
 
 // Replicator replicates one file while it runs.
 type Replicator struct {
@@ -156,6 +157,10 @@ func (r *Replicator) run(started chan<- error) (err error) {
 	if err != nil {
 		return err
 	}
+	stopServing, err := r.serve()
+	if err != nil {
+		return errors.Join(err, store.Close(context.Background()))
+	}
 	select {
 	case started <- nil:
 	default:
@@ -164,6 +169,7 @@ func (r *Replicator) run(started chan<- error) (err error) {
 	r.mu.Lock()
 	r.db = nil
 	r.mu.Unlock()
+	stopServing() // before the lock goes: the next replicator's file is its own
 	// Store.Close syncs the WAL and ships it, retrying for up to its
 	// shutdown timeout.
 	return store.Close(context.Background())
@@ -193,55 +199,6 @@ func (r *Replicator) open() (*litestream.Store, error) {
 	r.db = db
 	r.mu.Unlock()
 	return store, nil
-}
-
-// Sync returns once every commit before it is on the replica: call it
-// after an Enqueue or an ack that must survive the loss of the box. It
-// costs a ship (about a millisecond to a local directory, a round trip
-// or more over SFTP). It returns ErrStandby while another process
-// replicates the file.
-//
-// Callers at the same time share one ship: a caller waits for the first
-// sync that starts after it called, so many enqueuers or acks waiting
-// together cost about one ship per round, not one each.
-func (r *Replicator) Sync(ctx context.Context) error {
-	r.mu.Lock()
-	if r.db == nil {
-		r.mu.Unlock()
-		return ErrStandby
-	}
-	if r.next == nil {
-		r.next = &round{done: make(chan struct{})}
-	}
-	rd := r.next
-	if !r.syncing {
-		r.syncing = true
-		go r.rounds(r.db)
-	}
-	r.mu.Unlock()
-	select {
-	case <-rd.done:
-		return rd.err
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-// rounds syncs while callers wait: each round takes every caller that
-// came before it started.
-func (r *Replicator) rounds(db *litestream.DB) {
-	for {
-		r.mu.Lock()
-		rd := r.next
-		r.next = nil
-		r.syncing = rd != nil
-		r.mu.Unlock()
-		if rd == nil {
-			return
-		}
-		rd.err = db.SyncAndWait(context.Background())
-		close(rd.done)
-	}
 }
 
 // Close stops replicating, once the commits so far are shipped (if this

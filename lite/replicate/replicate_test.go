@@ -1,6 +1,7 @@
 package replicate_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -114,15 +115,12 @@ func TestOneProcessReplicatesAtATime(t *testing.T) {
 		is.NoErr(err)
 		defer second.Close()
 		is.NoErr(first.Sync(ctx))
-		is.True(errors.Is(second.Sync(ctx), replicate.ErrStandby))
+		is.NoErr(second.Sync(ctx)) // it asks the first
 		is.NoErr(first.Close())
-		deadline := time.Now().Add(10 * time.Second)
-		for errors.Is(second.Sync(ctx), replicate.ErrStandby) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond) // the standby retries each second
-		}
 		_, err = q.Enqueue(ctx, lite.NewJob{Kind: "k", Payload: []byte("{}")})
 		is.NoErr(err)
-		is.NoErr(second.Sync(ctx))
+		is.NoErr(second.Sync(ctx)) // through the takeover
+		is.Equal(restoredUnfinished(t, url), int64(1))
 	})
 }
 
@@ -149,8 +147,15 @@ func TestStartRefusesWhatItCannotReplicateTo(t *testing.T) {
 }
 
 func TestSyncReturnsOnceTheCommitIsOnTheReplica(t *testing.T) {
-	for _, callers := range []int{1, 8} {
-		t.Run(fmt.Sprintf("with %d callers at once, a copy of the replica taken as Sync returns restores every job enqueued before it", callers), func(t *testing.T) {
+	for _, c := range []struct {
+		callers int
+		standby bool
+	}{{1, false}, {8, false}, {8, true}} {
+		who := "the replicating process"
+		if c.standby {
+			who = "a process that stands by"
+		}
+		t.Run(fmt.Sprintf("with %d callers at once in %s, a copy of the replica taken as Sync returns restores every job enqueued before it", c.callers, who), func(t *testing.T) {
 			is := is.New(t)
 			ctx := t.Context()
 			path := filepath.Join(t.TempDir(), "q.db")
@@ -162,8 +167,13 @@ func TestSyncReturnsOnceTheCommitIsOnTheReplica(t *testing.T) {
 			r, err := replicate.Start(path, "file://"+dir, slow)
 			is.NoErr(err)
 			defer r.Close()
+			if c.standby {
+				r, err = replicate.Start(path, "file://"+dir, slow)
+				is.NoErr(err)
+				defer r.Close()
+			}
 			var wg sync.WaitGroup
-			for range callers {
+			for range c.callers {
 				wg.Go(func() {
 					_, err := q.Enqueue(ctx, lite.NewJob{Payload: []byte("{}")})
 					is.NoErr(err)
@@ -173,14 +183,75 @@ func TestSyncReturnsOnceTheCommitIsOnTheReplica(t *testing.T) {
 			wg.Wait()
 			copied := t.TempDir()
 			is.NoErr(os.CopyFS(copied, os.DirFS(dir)))
-			restored := filepath.Join(t.TempDir(), "r.db")
-			_, err = replicate.Restore(ctx, "file://"+copied, restored, replicate.RestoreOptions{})
-			is.NoErr(err)
-			rq := open(t, restored)
-			defer rq.Close()
-			n, err := rq.Unfinished(ctx, nil)
-			is.NoErr(err)
-			is.Equal(n, int64(callers))
+			is.Equal(restoredUnfinished(t, "file://"+copied), int64(c.callers))
 		})
 	}
+}
+
+// restoredUnfinished restores the replica at url to a new file and
+// counts its unfinished jobs.
+func restoredUnfinished(t *testing.T, url string) int64 {
+	t.Helper()
+	n, err := restored(t, url).Unfinished(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// restored is the replica at url restored to a new file.
+func restored(t *testing.T, url string) *lite.Queue {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "r.db")
+	if _, err := replicate.Restore(t.Context(), url, path, replicate.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	q := open(t, path)
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
+func TestAfterCommitSyncWaitsForTheReplica(t *testing.T) {
+	t.Run("with AfterCommit set to Sync, jobs are on the replica as Enqueue returns, and done on it as the worker reports them", func(t *testing.T) {
+		is := is.New(t)
+		ctx := t.Context()
+		path := filepath.Join(t.TempDir(), "q.db")
+		dir := t.TempDir()
+		slow := fast
+		slow.SyncInterval = time.Hour                        // only Sync ships
+		r, err := replicate.Start(path, "file://"+dir, slow) // before the file exists: Sync goes into the queue's options
+		is.NoErr(err)
+		defer r.Close()
+		q, err := lite.Open(ctx, path, lite.Options{ExternalCheckpoints: true, AfterCommit: r.Sync})
+		is.NoErr(err)
+		defer q.Close()
+		for range 3 {
+			_, err := q.Enqueue(ctx, lite.NewJob{Payload: []byte("{}")})
+			is.NoErr(err)
+		}
+		copied := t.TempDir()
+		is.NoErr(os.CopyFS(copied, os.DirFS(dir)))
+		is.Equal(restoredUnfinished(t, "file://"+copied), int64(3))
+
+		var mu sync.Mutex
+		copies := make(map[int64]string) // a job's id: the replica copied as its ack was reported
+		w, err := lite.NewWorker(q, lite.WorkerOptions{StopWhenIdle: true, OnEvent: func(ev lite.Event) {
+			if ev.Kind == lite.EventDone {
+				copied := t.TempDir()
+				is.NoErr(os.CopyFS(copied, os.DirFS(dir)))
+				mu.Lock()
+				copies[ev.JobID] = copied
+				mu.Unlock()
+			}
+		}})
+		is.NoErr(err)
+		w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+		is.NoErr(w.Run(ctx))
+		is.Equal(len(copies), 3)
+		for id, copied := range copies {
+			j, err := restored(t, "file://"+copied).Get(ctx, id)
+			is.NoErr(err)
+			is.Equal(j.State, lite.StateDone) // on the replica as its ack was reported
+		}
+	})
 }
