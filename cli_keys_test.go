@@ -42,8 +42,8 @@ func TestCLIKeysAndExpiry(t *testing.T) {
 			is := is.New(t)
 			db := e.db(t)
 			is.Equal(mustLite(t, db, "", "limit", "q", "--per-key", "2", "--sequence", "block"),
-				"queue q: at most 2 running per key, one at a time per key in order (block after a dead or cancelled job)\n")
-			is.Equal(mustLite(t, db, "", "limit", "q", "--sequence", "none"), "queue q: at most 2 running per key\n")
+				"queue q: at most 2 running per key, one at a time per key in order (block after a dead or cancelled job) (hand)\n")
+			is.Equal(mustLite(t, db, "", "limit", "q", "--sequence", "none"), "queue q: at most 2 running per key (hand)\n")
 			is.Equal(mustLite(t, db, "", "limit", "q", "--per-key", "0"), "queue q: no limits\n")
 		})
 

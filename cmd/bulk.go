@@ -32,7 +32,7 @@ type bulkDone struct {
 // Validate refuses an empty filter value, which would match every job, and
 // a queue or kind no job can have.
 func (f *bulkFilter) Validate(kctx *kong.Context) error {
-	return jobFilter{states: f.State, queue: f.Queue, kind: f.Kind}.check(kctx)
+	return jobFilter{states: f.State, queue: f.Queue, kind: f.Kind, tags: f.Tag}.check(kctx)
 }
 
 // set says whether any flag asks for a bulk action.
