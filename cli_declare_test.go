@@ -45,5 +45,19 @@ func TestDeclareOwnsWhatItDeclares(t *testing.T) {
 		r = runLite(t, db, `{"schedules": []}`, "declare", "-")
 		is.Equal(r.code, 2)
 		is.True(strings.Contains(r.stderr, "the owner is empty"))
+
+		// Nothing after the one object, and nothing unknown inside it: each
+		// of these once declared (and removed the billing-app's schedule).
+		for _, bad := range []string{
+			`{"owner": "billing-app"} trailing`,
+			`{"owner": "billing-app"}{"owner": "z"}`,
+			`{"owner": "billing-app", "schedules": [{"name": "s", "spec": "@daily", "kind": "k", "bogus": 1}]}`,
+		} {
+			before := mustLite(t, db, "", "schedule", "ls")
+			r := runLite(t, db, bad, "declare", "-")
+			is.Equal(r.code, 2)
+			is.Equal(strings.Count(r.stderr, "\n"), 1)
+			is.Equal(mustLite(t, db, "", "schedule", "ls"), before) // nothing changed
+		}
 	})
 }

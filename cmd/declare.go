@@ -96,6 +96,9 @@ func (c *declareCmd) read(env Env) (lite.Declaration, error) {
 	if err := dec.Decode(&in); err != nil {
 		return lite.Declaration{}, usagef("declare: %s: %s", safe(c.File), safe(err.Error()))
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return lite.Declaration{}, usagef("declare: %s: more after the declaration's one JSON object", safe(c.File))
+	}
 	d := lite.Declaration{Owner: in.Owner, Schedules: in.Schedules, Force: in.Force || c.Force, Limits: map[string]lite.Limits{}}
 	keep := in.Retention
 	if err := setKeeps(&d.Retention, keep.Done, keep.Cancelled, keep.Dead); err != nil {

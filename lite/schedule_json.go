@@ -1,6 +1,7 @@
 package lite
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -46,8 +47,12 @@ func (s Schedule) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the form MarshalJSON writes. Times come back in UTC.
 func (s *Schedule) UnmarshalJSON(b []byte) error {
+	// Strict: a misspelt field of a declared schedule would otherwise be
+	// dropped, and the schedule written without it.
 	var in scheduleJSON
-	if err := json.Unmarshal(b, &in); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
 		return err
 	}
 	payload, err := fromTextOrBase64("payload", in.Payload, in.PayloadBase64)
