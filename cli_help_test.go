@@ -89,6 +89,10 @@ func TestShellCompletion(t *testing.T) {
 		mustLite(t, db, "", "enqueue", "-q", "mail", "x")
 		mustLite(t, db, "", "enqueue", "-q", "media", "x")
 		mustLite(t, db, "", "enqueue", "-q", "reports", "x")
+		// Names the shell would read as something else are not offered.
+		for _, hostile := range []string{"m$(touch pwned)", "m b", "m\u202e"} {
+			mustLite(t, db, "", "enqueue", "-q", hostile, "x")
+		}
 		is.Equal(completions(t, "lite l"), []string{"limit", "log", "ls"})
 		is.Equal(completions(t, "lite schedule a"), []string{"add"})
 		is.Equal(completions(t, "lite ls --st"), []string{"--state"})

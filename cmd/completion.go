@@ -99,7 +99,25 @@ func queueNames(ctx context.Context) []string {
 	}
 	names := make([]string, 0, len(stats))
 	for _, s := range stats {
-		names = append(names, s.Queue)
+		if shellWord(s.Queue) {
+			names = append(names, s.Queue)
+		}
 	}
 	return names
+}
+
+// shellWord reports whether name may be offered as a completion: the
+// shell inserts a completion as typed, so a name it would read as
+// something else (a space, a quote, $( ... ), a control or bidi
+// character) is left out rather than printed raw.
+func shellWord(name string) bool {
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("._-:/@+,=%", r):
+		default:
+			return false
+		}
+	}
+	return name != ""
 }
