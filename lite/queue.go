@@ -175,8 +175,9 @@ type Queue struct {
 	noting     atomic.Bool // a notification of finished jobs is on its way
 	notes      sync.WaitGroup
 
-	waitMu sync.Mutex
-	waited [2]int64 // ms: when this process's latest write's wait began and ended (noteWait)
+	waitMu      sync.Mutex
+	waited      [2]int64 // ms: when this process's latest write's wait began and ended (noteWait)
+	commitWaits afterCommits
 }
 
 // Open opens the queue in the SQLite file at path, creating it (mode 0600)
@@ -572,15 +573,67 @@ func (q *Queue) writeTx(ctx context.Context, query string, fn func(tx txConn) er
 }
 
 // afterCommit waits for Options.AfterCommit, if set, once a commit of
-// enqueues or acks returned.
+// enqueues or acks returned. Callers whose commits returned while a wait
+// was under way share the next one (see afterCommits): the writes that
+// one round or group commit answered wait once, not once each.
 func (q *Queue) afterCommit(ctx context.Context) error {
 	if q.opts.AfterCommit == nil {
 		return nil
 	}
-	if err := q.opts.AfterCommit(ctx); err != nil {
+	if err := q.commitWaits.wait(ctx, q.opts.AfterCommit); err != nil {
 		return codeError{fmt.Errorf("committed here, but the wait after its commit failed: %w", err), ErrAfterCommit}
 	}
 	return nil
+}
+
+// afterCommits runs Options.AfterCommit one call at a time. A caller joins
+// the call that starts next, never one already under way, which may have
+// begun before the caller's commit and so not cover it.
+type afterCommits struct {
+	mu      sync.Mutex
+	running bool
+	next    *afterCommitCall
+}
+
+type afterCommitCall struct {
+	ctx  context.Context // the first joiner's, uncancelled: the call is everyone's
+	done chan struct{}
+	err  error
+}
+
+func (a *afterCommits) wait(ctx context.Context, fn func(context.Context) error) error {
+	a.mu.Lock()
+	if a.next == nil {
+		a.next = &afterCommitCall{ctx: context.WithoutCancel(ctx), done: make(chan struct{})}
+	}
+	c := a.next
+	if !a.running {
+		a.start(fn)
+	}
+	a.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// start runs the next call, then the one joined meanwhile; a.mu is held.
+func (a *afterCommits) start(fn func(context.Context) error) {
+	c := a.next
+	a.next, a.running = nil, true
+	go func() {
+		c.err = fn(c.ctx)
+		close(c.done)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.next != nil {
+			a.start(fn)
+		} else {
+			a.running = false
+		}
+	}()
 }
 
 // noteWait records that a write waited from from to to (ms), for the file's
