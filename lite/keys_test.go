@@ -366,3 +366,48 @@ func TestNextRunAtLeavesOutExpiredJobsAndHoldsKeyedOnes(t *testing.T) {
 		})
 	})
 }
+
+func TestAJobThatStartedInTimeRunsToItsEnd(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("a job reclaimed after its expiry is leased again and never cancelled", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			ctx := t.Context()
+			id := mustEnqueue(t, q, lite.NewJob{Queue: "q", ExpiresIn: 4 * time.Second})
+			_, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"q"}, StaleAfter: 3 * time.Second})
+			is.NoErr(err)
+			clock.Advance(5 * time.Second) // its worker froze past both its lease and the expiry
+			got, err := q.ReclaimOrphaned(ctx)
+			is.NoErr(err)
+			is.Equal(len(got), 1)
+			ids, err := q.CancelExpired(ctx)
+			is.NoErr(err)
+			is.Equal(len(ids), 0) // it started in time
+			at, _, err := lite.NextRunAt(ctx, q, []string{"q"})
+			is.NoErr(err)
+			is.True(!at.IsZero()) // a worker stopping when idle waits for it
+			again := leaseN(t, q, "q", 1)
+			is.Equal(len(again), 1)
+			is.Equal(again[0].ID, id)
+		})
+
+		t.Run("a failed attempt past the expiry is retried", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			ctx := t.Context()
+			id := mustEnqueue(t, q, lite.NewJob{Queue: "q", ExpiresIn: time.Second, MaxAttempts: 3})
+			j := mustLeaseOne(t, q, "q")
+			_, err := q.Fail(ctx, j.Lease(), errors.New("boom"), nil)
+			is.NoErr(err)
+			clock.Advance(time.Minute) // past the backoff and the expiry
+			ids, err := q.CancelExpired(ctx)
+			is.NoErr(err)
+			is.Equal(len(ids), 0)
+			again := leaseN(t, q, "q", 1)
+			is.Equal(len(again), 1)
+			is.Equal(again[0].ID, id)
+		})
+	})
+}
