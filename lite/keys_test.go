@@ -411,3 +411,22 @@ func TestAJobThatStartedInTimeRunsToItsEnd(t *testing.T) {
 		})
 	})
 }
+
+func TestAJobThatCouldNeverStartIsRefused(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("an expiry by the run time is invalid, one after it is kept", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			ctx := t.Context()
+			_, err := q.Enqueue(ctx, lite.NewJob{Delay: 2 * time.Minute, ExpiresIn: time.Minute})
+			is.True(errors.Is(err, lite.ErrInvalid))
+			at := clock.Now().Add(time.Hour)
+			_, err = q.EnqueueBatch(ctx, []lite.NewJob{{}, {RunAt: at, ExpiresAt: at}})
+			is.True(errors.Is(err, lite.ErrInvalid))
+			id := mustEnqueue(t, q, lite.NewJob{RunAt: at, ExpiresAt: at.Add(time.Millisecond)})
+			is.True(mustGet(t, q, id).ExpiresAt.Equal(at.Add(time.Millisecond)))
+			mustEnqueue(t, q, lite.NewJob{ExpiresAt: clock.Now()}) // due now: taken, and cancelled by the expiry pass
+		})
+	})
+}
