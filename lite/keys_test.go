@@ -409,6 +409,22 @@ func TestAJobThatStartedInTimeRunsToItsEnd(t *testing.T) {
 			is.Equal(len(again), 1)
 			is.Equal(again[0].ID, id)
 		})
+
+		t.Run("a dead job retried by hand after its expiry runs again", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			ctx := t.Context()
+			id := mustEnqueue(t, q, lite.NewJob{Queue: "q", ExpiresIn: time.Second, MaxAttempts: 1})
+			_, err := q.Fail(ctx, mustLeaseOne(t, q, "q").Lease(), errors.New("boom"), nil)
+			is.NoErr(err)
+			clock.Advance(time.Minute)
+			is.NoErr(q.Retry(ctx, id)) // its attempts start again; it still started in time
+			ids, err := q.CancelExpired(ctx)
+			is.NoErr(err)
+			is.Equal(len(ids), 0)
+			is.Equal(len(leaseN(t, q, "q", 1)), 1)
+		})
 	})
 }
 
