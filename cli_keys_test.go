@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,6 +55,36 @@ func TestCLIKeysAndExpiry(t *testing.T) {
 			is.Equal(runLite(t, db, "", "limit", "q", "--per-key", "-1").code, 2)
 			is.Equal(runLite(t, db, "", "enqueue", "--expires-in", "1m", "--expires-at", "2030-01-01T00:00:00Z", "x").code, 2)
 			is.Equal(runLite(t, db, "", "enqueue", "--expires-in", "-1m", "x").code, 2)
+		})
+
+		t.Run("work --exit-when-empty runs a sequence's jobs to the last", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			mustLite(t, db, "", "limit", "s", "--sequence", "continue")
+			for i := range 10 {
+				mustLite(t, db, "", "enqueue", "-q", "s", "--key", "k", strconv.Itoa(i))
+			}
+			mustLite(t, db, "", "work", "-c", "4", "--exit-when-empty", "--", "true")
+			is.Equal(len(listJobs(t, db, "--state", "done")), 10)
+		})
+
+		t.Run("a key no job can have, or an expiry before the run time, is a usage error on one line", func(t *testing.T) {
+			for _, args := range [][]string{
+				{"--key", ""},
+				{"--key", "a\x1bb"},
+				{"--key", strings.Repeat("k", 257)},
+				{"--expires-in", "1m", "--delay", "2m"},
+				{"--expires-at", "2030-01-01T00:00:00Z", "--at", "2030-01-01T00:00:00Z"},
+			} {
+				is := is.New(t)
+				db := e.db(t)
+				r := runLite(t, db, "", append(append([]string{"enqueue"}, args...), "x")...)
+				is.Equal(r.code, 2)                              // a usage error
+				is.Equal(strings.Count(r.stderr, "\n"), 1)       // on one line
+				is.True(!strings.ContainsRune(r.stderr, '\x1b')) // the key escaped
+			}
+			db := e.db(t)
+			mustLite(t, db, "", "enqueue", "--key", strings.Repeat("k", 256), "x") // the longest key
 		})
 	})
 }

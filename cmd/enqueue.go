@@ -70,9 +70,10 @@ type jsonLine struct {
 	ExpiresAt   string            `json:"expires_at"`
 }
 
-// Validate refuses a queue, kind or tag no job can have, and reads --at.
+// Validate refuses a queue, kind, tag or key no job can have, and reads
+// --at.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
-	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), c.check()); err != nil {
+	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkKey(kctx, c.Key), c.check()); err != nil {
 		return err
 	}
 	if c.At != "" || flagGiven(kctx, "at") { // --at "$WHEN" with WHEN unset is no time, not now
@@ -94,6 +95,17 @@ func (c *enqueueCmd) Validate(kctx *kong.Context) error {
 			return fmt.Errorf("--expires-at %s is outside 1970-01-01 to 9999-12-31", c.ExpiresAt)
 		}
 		c.expiresAt = at
+	}
+	return c.checkExpiry(time.Now())
+}
+
+// checkExpiry refuses a job due later than now that expires by its run
+// time, before the database is opened (the library refuses it too).
+func (c *enqueueCmd) checkExpiry(now time.Time) error {
+	run, expires := cmp.Or(c.runAt, now.Add(c.Delay)), cmp.Or(c.expiresAt, now.Add(c.ExpiresIn))
+	if run.After(now) && (c.ExpiresIn > 0 || !c.expiresAt.IsZero()) && !expires.After(run) {
+		return usagef("the job expires at %s, not after it may first run at %s: it could never start",
+			expires.UTC().Format(time.RFC3339), run.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

@@ -17,6 +17,18 @@ func checkName(flag, name string) error {
 	return nil
 }
 
+// checkKey refuses a --key that no job can have: an empty one given
+// (it would pass for no key at all), one the library refuses.
+func checkKey(kctx *kong.Context, key string) error {
+	switch {
+	case key == "" && flagGiven(kctx, "key"):
+		return usagef("--key is empty: give a key, or no --key")
+	case len(key) > lite.MaxKeyBytes:
+		return usagef("--key of %d bytes is over the limit of %d", len(key), lite.MaxKeyBytes)
+	}
+	return checkName("key", key)
+}
+
 // checkTags refuses a --tag that no job can carry.
 func checkTags(tags []string) error {
 	for _, t := range tags {

@@ -194,7 +194,8 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 	return r, nil
 }
 
-// setKeyAndExpiry checks and sets j's Key, ExpiresAt and ExpiresIn.
+// setKeyAndExpiry checks and sets j's Key, ExpiresAt and ExpiresIn, once
+// r.runAt is set.
 func (r *jobRow) setKeyAndExpiry(j NewJob, now time.Time) error {
 	if j.Key != "" {
 		if problem := nameProblem(j.Key); problem != "" {
@@ -219,6 +220,13 @@ func (r *jobRow) setKeyAndExpiry(j NewJob, now time.Time) error {
 	if expires.Before(minRunAt) || expires.After(maxRunAt) {
 		return fmt.Errorf("expiry %s is outside %s to %s", expires.UTC().Format(time.RFC3339Nano),
 			minRunAt.Format(time.DateOnly), maxRunAt.Format(time.DateOnly))
+	}
+	// A job due later than now that expires by its run time could never
+	// start; one due now with an expiry passed is taken, and cancelled by
+	// the next expiry pass with its reason.
+	if r.runAt > now.UnixMilli() && expires.UnixMilli() <= r.runAt {
+		return fmt.Errorf("expiry %s is not after the run time %s: %w", expires.UTC().Format(time.RFC3339Nano),
+			time.UnixMilli(r.runAt).UTC().Format(time.RFC3339Nano), ErrInvalid)
 	}
 	r.expiresAt = sql.NullInt64{Int64: expires.UnixMilli(), Valid: true}
 	return nil

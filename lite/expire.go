@@ -12,17 +12,19 @@ import (
 const expireBatch = 1000
 
 // expireSQL cancels available jobs whose expiry has passed (?1: now), up
-// to expireBatch of them, recording why in each one's errors. Only an
-// available job expires: a running one started in time. Every lease
-// refuses an expired job already (see leaseGuard); this makes it visible
-// as finished and ends what waits on it.
+// to expireBatch of them, recording why in each one's errors. Only a job
+// never leased (generation 0) expires: a running one started in time, and
+// so did one available again after a reclaim, a failed attempt, a snooze,
+// a release or a retry, none of which takes its generation back. Every
+// lease refuses an expired job already (see leaseGuard); this makes it
+// visible as finished and ends what waits on it.
 var expireSQL = stmt{
 	sqlite: `update lite_jobs set state = 'cancelled', finished_at = ?1,
     errors = json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?1,
         'error', 'expired: not started by ' || strftime('%Y-%m-%dT%H:%M:%fZ', expires_at / 1000.0, 'unixepoch')))
 where id in (select id from lite_jobs
-    where state = 'available' and expires_at is not null and expires_at <= ?1
+    where state = 'available' and generation = 0 and expires_at is not null and expires_at <= ?1
     order by expires_at limit ` + strconv.Itoa(expireBatch) + `)
   and state = 'available'
 returning id`,
@@ -31,17 +33,18 @@ returning id`,
         'attempt', attempts, 'generation', generation, 'at', $1::bigint,
         'error', 'expired: not started by ' || to_char(to_timestamp(expires_at / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
 where id = any(array(select id from lite_jobs
-    where state = 'available' and expires_at is not null and expires_at <= $1
+    where state = 'available' and generation = 0 and expires_at is not null and expires_at <= $1
     order by expires_at limit ` + strconv.Itoa(expireBatch) + `
     for update skip locked))
   and state = 'available'
 returning id`,
 }
 
-// CancelExpired cancels every available job whose ExpiresAt has passed,
-// with "expired: not started by TIME" in its errors, and returns their
-// ids. A worker runs it with each reclaim pass; no lease takes an expired
-// job meanwhile.
+// CancelExpired cancels every available job never started whose
+// ExpiresAt has passed, with "expired: not started by TIME" in its
+// errors, and returns their ids. A job leased once runs to its end, even
+// when it is reclaimed or retried after its expiry. A worker runs it with
+// each reclaim pass; no lease takes an expired job meanwhile.
 func (q *Queue) CancelExpired(ctx context.Context) ([]int64, error) {
 	var all []int64
 	for {

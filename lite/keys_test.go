@@ -366,3 +366,83 @@ func TestNextRunAtLeavesOutExpiredJobsAndHoldsKeyedOnes(t *testing.T) {
 		})
 	})
 }
+
+func TestAJobThatStartedInTimeRunsToItsEnd(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("a job reclaimed after its expiry is leased again and never cancelled", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			ctx := t.Context()
+			id := mustEnqueue(t, q, lite.NewJob{Queue: "q", ExpiresIn: 4 * time.Second})
+			_, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"q"}, StaleAfter: 3 * time.Second})
+			is.NoErr(err)
+			clock.Advance(5 * time.Second) // its worker froze past both its lease and the expiry
+			got, err := q.ReclaimOrphaned(ctx)
+			is.NoErr(err)
+			is.Equal(len(got), 1)
+			ids, err := q.CancelExpired(ctx)
+			is.NoErr(err)
+			is.Equal(len(ids), 0) // it started in time
+			at, _, err := lite.NextRunAt(ctx, q, []string{"q"})
+			is.NoErr(err)
+			is.True(!at.IsZero()) // a worker stopping when idle waits for it
+			again := leaseN(t, q, "q", 1)
+			is.Equal(len(again), 1)
+			is.Equal(again[0].ID, id)
+		})
+
+		t.Run("a failed attempt past the expiry is retried", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			ctx := t.Context()
+			id := mustEnqueue(t, q, lite.NewJob{Queue: "q", ExpiresIn: time.Second, MaxAttempts: 3})
+			j := mustLeaseOne(t, q, "q")
+			_, err := q.Fail(ctx, j.Lease(), errors.New("boom"), nil)
+			is.NoErr(err)
+			clock.Advance(time.Minute) // past the backoff and the expiry
+			ids, err := q.CancelExpired(ctx)
+			is.NoErr(err)
+			is.Equal(len(ids), 0)
+			again := leaseN(t, q, "q", 1)
+			is.Equal(len(again), 1)
+			is.Equal(again[0].ID, id)
+		})
+
+		t.Run("a dead job retried by hand after its expiry runs again", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			ctx := t.Context()
+			id := mustEnqueue(t, q, lite.NewJob{Queue: "q", ExpiresIn: time.Second, MaxAttempts: 1})
+			_, err := q.Fail(ctx, mustLeaseOne(t, q, "q").Lease(), errors.New("boom"), nil)
+			is.NoErr(err)
+			clock.Advance(time.Minute)
+			is.NoErr(q.Retry(ctx, id)) // its attempts start again; it still started in time
+			ids, err := q.CancelExpired(ctx)
+			is.NoErr(err)
+			is.Equal(len(ids), 0)
+			is.Equal(len(leaseN(t, q, "q", 1)), 1)
+		})
+	})
+}
+
+func TestAJobThatCouldNeverStartIsRefused(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("an expiry by the run time is invalid, one after it is kept", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			ctx := t.Context()
+			_, err := q.Enqueue(ctx, lite.NewJob{Delay: 2 * time.Minute, ExpiresIn: time.Minute})
+			is.True(errors.Is(err, lite.ErrInvalid))
+			at := clock.Now().Add(time.Hour)
+			_, err = q.EnqueueBatch(ctx, []lite.NewJob{{}, {RunAt: at, ExpiresAt: at}})
+			is.True(errors.Is(err, lite.ErrInvalid))
+			id := mustEnqueue(t, q, lite.NewJob{RunAt: at, ExpiresAt: at.Add(time.Millisecond)})
+			is.True(mustGet(t, q, id).ExpiresAt.Equal(at.Add(time.Millisecond)))
+			mustEnqueue(t, q, lite.NewJob{ExpiresAt: clock.Now()}) // due now: taken, and cancelled by the expiry pass
+		})
+	})
+}

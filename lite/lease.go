@@ -203,8 +203,10 @@ returning ` + jobColumns,
 }
 
 // leaseGuard is what every lease statement checks of each job besides
-// its state, with now as leased_at (?2): that it has not expired, and
-// that its key may start a job, when its queue has per-key settings.
+// its state, with now as leased_at (?2): that it has not expired, unless
+// it was leased before (generation > 0: a job reclaimed or retried after
+// its expiry started in time, and runs to its end), and that its key may
+// start a job, when its queue has per-key settings.
 //
 // A keyed job of a queue with a per-key limit may start while its key's
 // running jobs and its key's ready jobs ahead of it in lease order are
@@ -221,7 +223,7 @@ returning ` + jobColumns,
 // (see lockFlowSQL).
 var leaseGuard = stmt{
 	sqlite: `
-  and (expires_at is null or expires_at > ?2)
+  and (expires_at is null or expires_at > ?2 or generation > 0)
   and (job_key is null or (
       (queue, job_key) not in (select queue, job_key from lite_full_keys)
       and (coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0
@@ -242,7 +244,7 @@ var leaseGuard = stmt{
             and (o.state = 'running' or (o.id < lite_jobs.id and (o.state = 'available'
                 or (select f.sequence from lite_flow f where f.queue = lite_jobs.queue) = 'block'))))))`,
 	postgres: `
-  and (expires_at is null or expires_at > $2)
+  and (expires_at is null or expires_at > $2 or generation > 0)
   and (job_key is null or (
       (queue, job_key) not in (select queue, job_key from lite_full_keys)
       and (coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0

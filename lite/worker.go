@@ -374,6 +374,7 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) bool {
 			w.start(handlerCtx, l, j)
 		}
 		l.backlog = err == nil && len(jobs) == asked
+		l.leased = len(jobs) > 0
 		w.refill.arm(l.backlog)
 		if err != nil {
 			l.retryIn = min(max(2*l.retryIn, leaseRetry), leaseRetryMax)

@@ -219,3 +219,39 @@ func TestStopWhenIdleStopsWhenTheLastSlotFreesAfterARound(t *testing.T) {
 		is.New(t).Equal(mustGet(t, q, 1).State, lite.StateAvailable)
 	})
 }
+
+// A sequence's next job is held back while its key's job runs; the round
+// that read the next run time saw it held. Once that job ends (before the
+// idle check, here on purpose), the next job is startable, and a worker
+// stopping when idle must look again rather than stop with it left.
+func TestStopWhenIdleRunsASequenceToItsEnd(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		is.NoErr(q.SetLimits(t.Context(), "q", lite.Limits{Sequence: lite.SequenceContinue}))
+		ids := enqueueKeyed(t, q, "k", "k", "k", "k", "k", "k")
+		ended := make(chan struct{}, len(ids))
+		w, err := lite.NewWorker(q, lite.WorkerOptions{Concurrency: 4, StopWhenIdle: true, OnEvent: func(ev lite.Event) {
+			if ev.Kind == lite.EventDone {
+				ended <- struct{}{}
+			}
+		}})
+		is.NoErr(err)
+		started := make(chan struct{}, len(ids))
+		rounds := 0
+		lite.SetIdleHook(w, func() {
+			if rounds++; rounds <= len(ids) { // each round leases the key's next job: it ends before the idle check
+				<-started
+				<-ended
+			}
+		})
+		w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error {
+			started <- struct{}{}
+			return nil
+		})
+		runUntilIdle(t, w)
+		for _, id := range ids {
+			is.Equal(mustGet(t, q, id).State, lite.StateDone)
+		}
+	})
+}

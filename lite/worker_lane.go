@@ -22,6 +22,7 @@ type lane struct {
 
 	// Kept by the loop alone, from the lane's last lease.
 	backlog   bool          // it filled every slot it asked for: more may wait
+	leased    bool          // it took some job: one that ended before the loop looked may have let another start (its key's next)
 	nextRunAt time.Time     // the lane's earliest scheduled job; zero if none
 	held      bool          // a queue at its MaxRunning holds some of its jobs back
 	retryIn   time.Duration // its last lease failed: wait this long before the next; zero if it did not
@@ -101,7 +102,7 @@ func (w *Worker) laneState() laneState {
 	defer w.mu.Unlock()
 	s := laneState{idle: true}
 	for _, l := range w.lanes {
-		s.idle = s.idle && l.busy == 0 && !l.backlog && l.retryIn == 0
+		s.idle = s.idle && l.busy == 0 && !l.backlog && !l.leased && l.retryIn == 0
 		if l.retryIn > 0 && (s.retryIn == 0 || l.retryIn < s.retryIn) {
 			s.retryIn = l.retryIn
 		}
