@@ -186,6 +186,78 @@ func TestADependencyThatFailsAppliesTheDependentsPolicy(t *testing.T) {
 	})
 }
 
+func TestARetriedDependentWaitsAgainForItsDependencies(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("a cancelled dependent, once retried, is blocked until its dependency is done", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}})
+			is.NoErr(q.Cancel(t.Context(), b))
+			is.NoErr(q.Retry(t.Context(), b))
+			is.Equal(stateOf(t, q, b), lite.StateBlocked)
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, b), lite.StateAvailable)
+		})
+
+		t.Run("a bulk retry of a cancelled chain runs it in its order", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}})
+			c := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{b}})
+			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			is.Equal(stateOf(t, q, c), lite.StateCancelled)
+			n, err := q.Bulk(t.Context(), lite.BulkRetry, lite.Filter{})
+			is.NoErr(err)
+			is.Equal(n, int64(3))
+			is.Equal(stateOf(t, q, b), lite.StateBlocked)
+			is.Equal(stateOf(t, q, c), lite.StateBlocked)
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, c), lite.StateBlocked)
+			mustDone(t, q, leaseID(t, q, b), "")
+			mustDone(t, q, leaseID(t, q, c), "")
+		})
+
+		t.Run("a dependent retried before its dead dependency waits for that one's retry", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}})
+			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			is.NoErr(q.Retry(t.Context(), b))
+			is.Equal(stateOf(t, q, b), lite.StateBlocked)
+			is.NoErr(q.Retry(t.Context(), a))
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, b), lite.StateAvailable)
+		})
+
+		t.Run("a dependent that runs anyway is available again after its dependency died", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}, OnDependencyFailure: lite.DependencyRun})
+			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			is.NoErr(q.Cancel(t.Context(), b))
+			is.NoErr(q.Retry(t.Context(), b))
+			is.Equal(stateOf(t, q, b), lite.StateAvailable)
+		})
+
+		t.Run("a refused retry of a waiting job leaves its count as it was", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			c := mustEnqueue(t, q, lite.NewJob{Delay: time.Hour})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a, c}, OnDependencyFailure: lite.DependencyRun})
+			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			is.True(errors.Is(q.Retry(t.Context(), b), lite.ErrInvalidState))
+			is.NoErr(q.Retry(t.Context(), a))
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, b), lite.StateBlocked) // c is not done yet
+		})
+	})
+}
+
 func TestAWorkflowIsEnqueuedWhole(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		t.Run("a diamond runs each step after the steps it waits for", func(t *testing.T) {
