@@ -271,11 +271,21 @@ where id in (select value from json_each(?3)) and state in ('blocked', 'availabl
 where id in (select jsonb_array_elements_text($3::jsonb)::bigint) and state in ('blocked', 'available', 'running')`,
 }
 
-// bulkDeleteSQL deletes a batch, never a running job. Ids are never
-// reused, so a deleted job's stale lease can never match a new one.
+// bulkDeleteSQL deletes a batch, never a running job, nor one a blocked
+// job waits for (see notAwaited). Ids are never reused, so a deleted
+// job's stale lease can never match a new one.
 var bulkDeleteSQL = stmt{
 	sqlite: `delete from lite_jobs
-where id in (select value from json_each(?1)) and state in ('available', 'done', 'dead', 'cancelled')`,
+where id in (select value from json_each(?1)) and state in ('available', 'done', 'dead', 'cancelled')
+  and ` + notAwaited,
 	postgres: `delete from lite_jobs
-where id in (select jsonb_array_elements_text($1::jsonb)::bigint) and state in ('available', 'done', 'dead', 'cancelled')`,
+where id in (select jsonb_array_elements_text($1::jsonb)::bigint) and state in ('available', 'done', 'dead', 'cancelled')
+  and ` + notAwaited,
 }
+
+// notAwaited holds for a job no blocked job still waits for. A job that
+// one waits for is never deleted (by delete, purge or retention): its
+// dependents would wait for an end that never comes. Cancel them first,
+// or let the job end (a dead one under block, retried and done).
+const notAwaited = `(not lite_jobs.has_dependents or not exists (select 1 from lite_deps w join lite_jobs b on b.id = w.job_id
+    where w.depends_on = lite_jobs.id and w.resolved = 0 and b.state = 'blocked'))`

@@ -258,6 +258,54 @@ func TestARetriedDependentWaitsAgainForItsDependencies(t *testing.T) {
 	})
 }
 
+func TestAJobABlockedJobWaitsForIsNeverDeleted(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("a bulk delete skips a dependency until its dependent is cancelled", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}})
+			n, err := q.Bulk(t.Context(), lite.BulkDelete, lite.Filter{States: []lite.State{lite.StateAvailable}})
+			is.NoErr(err)
+			is.Equal(n, int64(0))
+			is.Equal(stateOf(t, q, a), lite.StateAvailable)
+			is.NoErr(q.Cancel(t.Context(), b))
+			n, err = q.Bulk(t.Context(), lite.BulkDelete, lite.Filter{States: []lite.State{lite.StateAvailable}})
+			is.NoErr(err)
+			is.Equal(n, int64(1))
+		})
+
+		t.Run("a purge keeps a dead dependency that a job left blocked waits for", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			stay := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}, OnDependencyFailure: lite.DependencyBlock})
+			other := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, other).Lease(), errors.New("boom")))
+			n, err := q.Purge(t.Context(), time.Now().Add(100*365*24*time.Hour), lite.StateDead)
+			is.NoErr(err)
+			is.Equal(n, int64(1)) // other only
+			is.NoErr(q.Retry(t.Context(), a))
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, stay), lite.StateAvailable)
+		})
+
+		t.Run("a done dependency already counted is purged while its dependent waits for another", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{})
+			c := mustEnqueue(t, q, lite.NewJob{Delay: time.Hour})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a, c}})
+			mustDone(t, q, leaseID(t, q, a), "")
+			n, err := q.Purge(t.Context(), time.Now().Add(100*365*24*time.Hour), lite.StateDone)
+			is.NoErr(err)
+			is.Equal(n, int64(1))
+			is.Equal(stateOf(t, q, b), lite.StateBlocked)
+		})
+	})
+}
+
 func TestAWorkflowIsEnqueuedWhole(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		t.Run("a diamond runs each step after the steps it waits for", func(t *testing.T) {
