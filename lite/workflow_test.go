@@ -330,6 +330,18 @@ func TestAWorkflowIsEnqueuedWhole(t *testing.T) {
 			is.Equal(stateOf(t, q, join), lite.StateAvailable)
 		})
 
+		t.Run("a step that names a step twice waits for it once", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			wf, err := q.EnqueueWorkflow(t.Context(), lite.Workflow{Steps: []lite.Step{
+				{Name: "a", Job: lite.NewJob{Kind: "a"}},
+				{Name: "b", Job: lite.NewJob{Kind: "b"}, After: []string{"a", "a"}},
+			}})
+			is.NoErr(err)
+			mustDone(t, q, leaseID(t, q, wf.IDs[0]), "")
+			is.Equal(stateOf(t, q, wf.IDs[1]), lite.StateAvailable)
+		})
+
 		for _, bad := range []struct {
 			name  string
 			steps []lite.Step
