@@ -28,6 +28,15 @@ func mustDone(tb testing.TB, q *lite.Queue, j *lite.Job, result string) {
 	}
 }
 
+// mustDie leases id, the one available job, and fails its attempt, its
+// last: the job is dead.
+func mustDie(tb testing.TB, q *lite.Queue, id int64) {
+	tb.Helper()
+	if err := q.AckFailed(tb.Context(), leaseID(tb, q, id).Lease(), errors.New("boom")); err != nil {
+		tb.Fatalf("ack failed: %v", err)
+	}
+}
+
 func stateOf(tb testing.TB, q *lite.Queue, id int64) lite.State {
 	tb.Helper()
 	return mustGet(tb, q, id).State
@@ -152,7 +161,7 @@ func TestADependencyThatFailsAppliesTheDependentsPolicy(t *testing.T) {
 			c := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{b}, Callback: &lite.Callback{Kind: "called"}})
 			run := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{c}, OnDependencyFailure: lite.DependencyRun})
 			stay := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{c}, OnDependencyFailure: lite.DependencyBlock})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			mustDie(t, q, a)
 			is.Equal(stateOf(t, q, a), lite.StateDead)
 			is.Equal(stateOf(t, q, b), lite.StateCancelled)
 			is.Equal(stateOf(t, q, c), lite.StateCancelled) // two levels down
@@ -166,7 +175,7 @@ func TestADependencyThatFailsAppliesTheDependentsPolicy(t *testing.T) {
 			q, _ := e.open(t, fast)
 			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
 			stay := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}, OnDependencyFailure: lite.DependencyBlock})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			mustDie(t, q, a)
 			is.Equal(stateOf(t, q, stay), lite.StateBlocked)
 			is.NoErr(q.Retry(t.Context(), a))
 			mustDone(t, q, leaseID(t, q, a), "")
@@ -206,7 +215,7 @@ func TestARetriedDependentWaitsAgainForItsDependencies(t *testing.T) {
 			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
 			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}})
 			c := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{b}})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			mustDie(t, q, a)
 			is.Equal(stateOf(t, q, c), lite.StateCancelled)
 			n, err := q.Bulk(t.Context(), lite.BulkRetry, lite.Filter{})
 			is.NoErr(err)
@@ -224,7 +233,7 @@ func TestARetriedDependentWaitsAgainForItsDependencies(t *testing.T) {
 			q, _ := e.open(t, fast)
 			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
 			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			mustDie(t, q, a)
 			is.NoErr(q.Retry(t.Context(), b))
 			is.Equal(stateOf(t, q, b), lite.StateBlocked)
 			is.NoErr(q.Retry(t.Context(), a))
@@ -237,7 +246,7 @@ func TestARetriedDependentWaitsAgainForItsDependencies(t *testing.T) {
 			q, _ := e.open(t, fast)
 			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
 			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}, OnDependencyFailure: lite.DependencyRun})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			mustDie(t, q, a)
 			is.NoErr(q.Cancel(t.Context(), b))
 			is.NoErr(q.Retry(t.Context(), b))
 			is.Equal(stateOf(t, q, b), lite.StateAvailable)
@@ -249,7 +258,7 @@ func TestARetriedDependentWaitsAgainForItsDependencies(t *testing.T) {
 			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
 			c := mustEnqueue(t, q, lite.NewJob{Delay: time.Hour})
 			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a, c}, OnDependencyFailure: lite.DependencyRun})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			mustDie(t, q, a)
 			is.True(errors.Is(q.Retry(t.Context(), b), lite.ErrInvalidState))
 			is.NoErr(q.Retry(t.Context(), a))
 			mustDone(t, q, leaseID(t, q, a), "")
@@ -281,8 +290,8 @@ func TestAJobABlockedJobWaitsForIsNeverDeleted(t *testing.T) {
 			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
 			stay := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}, OnDependencyFailure: lite.DependencyBlock})
 			other := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, other).Lease(), errors.New("boom")))
+			mustDie(t, q, a)
+			mustDie(t, q, other)
 			n, err := q.Purge(t.Context(), time.Now().Add(100*365*24*time.Hour), lite.StateDead)
 			is.NoErr(err)
 			is.Equal(n, int64(1)) // other only
@@ -454,7 +463,7 @@ func TestACallbackFiresOnceForEachWayAJobEnds(t *testing.T) {
 			clock := newFakeClock()
 			q, _ := e.mustOpen(t, clock)
 			id := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 3, Callback: &lite.Callback{Queue: "app", Kind: "ended"}})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, id).Lease(), errors.New("boom")))
+			mustDie(t, q, id)
 			clock.Advance(2 * time.Hour) // past the backoff
 			leaseID(t, q, id)
 			clock.Advance(staleAfter + time.Second)
