@@ -73,7 +73,7 @@ type jsonLine struct {
 // Validate refuses a queue, kind, tag or key no job can have, and reads
 // --at.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
-	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkKey(kctx, c.Key), c.check()); err != nil {
+	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkKey(kctx, c.Key), c.checkFollows(kctx), c.check()); err != nil {
 		return err
 	}
 	if c.At != "" || flagGiven(kctx, "at") { // --at "$WHEN" with WHEN unset is no time, not now
@@ -106,6 +106,37 @@ func (c *enqueueCmd) checkExpiry(now time.Time) error {
 	if run.After(now) && (c.ExpiresIn > 0 || !c.expiresAt.IsZero()) && !expires.After(run) {
 		return usagef("the job expires at %s, not after it may first run at %s: it could never start",
 			expires.UTC().Format(time.RFC3339), run.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// checkFollows refuses an --after, --callback or --batch that names
+// nothing, or that the rest of the call cannot take.
+func (c *enqueueCmd) checkFollows(kctx *kong.Context) error {
+	if flagGiven(kctx, "after") && len(c.After) == 0 {
+		return usagef("--after needs a job id")
+	}
+	for _, id := range c.After {
+		if id <= 0 {
+			return usagef("--after %d is not a job id", id)
+		}
+	}
+	if len(c.After) > 0 && c.UniqueKey != "" {
+		return usagef("give --after or --unique-key, not both: a job that waits for others cannot have a unique key")
+	}
+	for _, f := range []struct{ flag, kind string }{{"callback", c.Callback}, {"batch", c.Batch}} {
+		if !flagGiven(kctx, f.flag) {
+			continue
+		}
+		if f.kind == "" {
+			return usagef("--%s needs a kind", f.flag)
+		}
+		if err := checkName(f.flag, f.kind); err != nil {
+			return err
+		}
+	}
+	if c.Batch != "" && c.File == "" {
+		return usagef("--batch needs --file: a batch is the file's jobs")
 	}
 	return nil
 }

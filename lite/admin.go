@@ -101,32 +101,70 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 // each names its generation, which only grows, so an attempt number seen
 // twice stays told apart. The lease fields of its last run are cleared:
 // an available job shows no lease. The generation stays until the next
-// lease bumps it, as every lease does.
+// lease bumps it, as every lease does. A job whose dependencies are not
+// all done goes back to blocked, waiting for those (see retryWaits).
 var retrySQL = stmt{
 	sqlite: `update lite_jobs
-set state = 'available', run_at = ?, finished_at = null, attempts = 0, ` + clearedLease + `
+set ` + retrySet + `, run_at = ?
 where id = ? and state in ('dead', 'cancelled')
 returning id`,
 	postgres: `update lite_jobs
-set state = 'available', run_at = $1, finished_at = null, attempts = 0, ` + clearedLease + `
+set ` + retrySet + `, run_at = $1
 where id = $2 and state in ('dead', 'cancelled')
 returning id`,
+}
+
+// retryPending counts the dependencies a retried job still waits for:
+// those not done, but for a job that runs anyway, only those not ended.
+// A dependency deleted has no row and waits for nothing.
+const retryPending = `(select count(*) from lite_deps w join lite_jobs p on p.id = w.depends_on
+    where w.job_id = lite_jobs.id and p.state <> 'done'
+      and (lite_jobs.on_dep_failure <> 'run' or p.state not in ('dead', 'cancelled')))`
+
+// retrySet is what a retry sets, but its time: a job that waits again is
+// blocked with its count, one that waits for nothing is available.
+const retrySet = `state = case when ` + retryPending + ` > 0 then 'blocked' else 'available' end,
+    deps_pending = ` + retryPending + `, finished_at = null, attempts = 0, ` + clearedLease
+
+// retryWaits opens again, before a retry, the edges of the jobs in ids,
+// so that each dependency retryPending counts counts the retried job down
+// when it ends (an edge a dependency's death settled would count
+// nothing). An edge to a job already done stays open for good and counts
+// nothing: a done job never ends again. The retry comes after: a
+// dependency that ends in between counts on its edge, and the retry's
+// count no longer sees it. Only a job the retry starts has its edges
+// opened: a waiting job's edges count as they stand.
+func retryWaits(ids string) string {
+	return `update lite_deps set resolved = 0
+where job_id in (select id from lite_jobs where id in ` + ids + ` and state in ('dead', 'cancelled'))`
+}
+
+// retryWaitsSQL is retryWaits for one job.
+var retryWaitsSQL = stmt{
+	sqlite:   retryWaits(`(?)`),
+	postgres: retryWaits(`($1)`),
 }
 
 // Retry starts a dead or cancelled job over, available now: its attempts
 // go back to zero, so it gets its whole MaxAttempts again (a job dead
 // after 2 of 2 attempts runs up to two more times), whether it died of
 // spent attempts or of a Permanent error, and whether it was cancelled
-// while waiting or while running. Its Errors stay as its history; after a
-// Retry attempt numbers start again at 1, and each error's Generation
-// tells the runs apart. A job in another state gives ErrInvalidState; a
-// job whose unique key another unfinished job holds now gives
-// ErrDuplicate, naming that job, and stays as it is.
+// while waiting or while running. A job whose dependencies are not all
+// done is blocked again instead, until they are. Its Errors stay as its
+// history; after a Retry attempt numbers start again at 1, and each
+// error's Generation tells the runs apart. A job in another state gives
+// ErrInvalidState; a job whose unique key another unfinished job holds
+// now gives ErrDuplicate, naming that job, and stays as it is.
 func (q *Queue) Retry(ctx context.Context, id int64) error {
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("retry job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.writeRowNow(ctx, q.sql(retrySQL), &id, id)
+	err := q.write(ctx, q.sql(retrySQL), func(c conn) error {
+		if _, err := c.ExecContext(ctx, q.sql(retryWaitsSQL), id); err != nil {
+			return err
+		}
+		return c.QueryRowContext(ctx, q.sql(retrySQL), q.nowMillis(), id).Scan(&id)
+	})
 	if isUniqueViolation(err) {
 		err = q.keyHolder(ctx, id)
 	}

@@ -212,6 +212,11 @@ func (q *Queue) bulkApply(ctx context.Context, action BulkAction, ids []int64) (
 	case BulkDelete:
 		s, args = bulkDeleteSQL, []any{string(list)}
 	}
+	if action == BulkRetry {
+		if _, err := q.writer().ExecContext(ctx, q.sql(bulkRetryWaitsSQL), string(list)); err != nil {
+			return 0, classify(err)
+		}
+	}
 	res, err := q.writer().ExecContext(ctx, q.sql(s), args...)
 	if isUniqueViolation(err) {
 		return 0, fmt.Errorf("a unique key was taken meanwhile; try again: %w", ErrDuplicate)
@@ -226,13 +231,19 @@ func (q *Queue) bulkApply(ctx context.Context, action BulkAction, ids []int64) (
 	return n, nil
 }
 
+// bulkRetryWaitsSQL is retryWaitsSQL for a batch.
+var bulkRetryWaitsSQL = stmt{
+	sqlite:   retryWaits(`(select value from json_each(?))`),
+	postgres: retryWaits(`(select jsonb_array_elements_text($1::jsonb)::bigint)`),
+}
+
 // bulkRetrySQL is retrySQL for a batch. A job whose unique key an
 // unfinished job holds is skipped (the unique index would refuse it and
 // the whole batch with it), and of the batch's jobs sharing a key only
 // the first is started.
 var bulkRetrySQL = stmt{
 	sqlite: `update lite_jobs
-set state = 'available', run_at = ?1, finished_at = null, attempts = 0, ` + clearedLease + `
+set ` + retrySet + `, run_at = ?1
 where id in (select value from json_each(?2)) and state in ('dead', 'cancelled')
   and (unique_key is null or (
     not exists (select 1 from lite_jobs h where h.queue = lite_jobs.queue and h.unique_key = lite_jobs.unique_key
@@ -240,7 +251,7 @@ where id in (select value from json_each(?2)) and state in ('dead', 'cancelled')
     and id = (select min(d.id) from lite_jobs d where d.id in (select value from json_each(?2))
         and d.queue = lite_jobs.queue and d.unique_key = lite_jobs.unique_key)))`,
 	postgres: `update lite_jobs
-set state = 'available', run_at = $1, finished_at = null, attempts = 0, ` + clearedLease + `
+set ` + retrySet + `, run_at = $1
 where id in (select jsonb_array_elements_text($2::jsonb)::bigint) and state in ('dead', 'cancelled')
   and (unique_key is null or (
     not exists (select 1 from lite_jobs h where h.queue = lite_jobs.queue and h.unique_key = lite_jobs.unique_key
@@ -260,11 +271,21 @@ where id in (select value from json_each(?3)) and state in ('blocked', 'availabl
 where id in (select jsonb_array_elements_text($3::jsonb)::bigint) and state in ('blocked', 'available', 'running')`,
 }
 
-// bulkDeleteSQL deletes a batch, never a running job. Ids are never
-// reused, so a deleted job's stale lease can never match a new one.
+// bulkDeleteSQL deletes a batch, never a running job, nor one a blocked
+// job waits for (see notAwaited). Ids are never reused, so a deleted
+// job's stale lease can never match a new one.
 var bulkDeleteSQL = stmt{
 	sqlite: `delete from lite_jobs
-where id in (select value from json_each(?1)) and state in ('available', 'done', 'dead', 'cancelled')`,
+where id in (select value from json_each(?1)) and state in ('available', 'done', 'dead', 'cancelled')
+  and ` + notAwaited,
 	postgres: `delete from lite_jobs
-where id in (select jsonb_array_elements_text($1::jsonb)::bigint) and state in ('available', 'done', 'dead', 'cancelled')`,
+where id in (select jsonb_array_elements_text($1::jsonb)::bigint) and state in ('available', 'done', 'dead', 'cancelled')
+  and ` + notAwaited,
 }
+
+// notAwaited holds for a job no blocked job still waits for. A job that
+// one waits for is never deleted (by delete, purge or retention): its
+// dependents would wait for an end that never comes. Cancel them first,
+// or let the job end (a dead one under block, retried and done).
+const notAwaited = `(not lite_jobs.has_dependents or not exists (select 1 from lite_deps w join lite_jobs b on b.id = w.job_id
+    where w.depends_on = lite_jobs.id and w.resolved = 0 and b.state = 'blocked'))`

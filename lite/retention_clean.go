@@ -33,18 +33,18 @@ func pace(ctx context.Context, took time.Duration) {
 }
 
 // cleanSQL deletes up to ?3 jobs of one finished state that finished at or
-// before ?2. The finished states are repeated literally so that the
+// before ?2, but those a blocked job waits for (see notAwaited). The finished states are repeated literally so that the
 // partial index on finished jobs serves the walk by finished_at; on
 // PostgreSQL the rows are locked and skipped if locked, so two hosts
 // cleaning at once take different batches.
 var cleanSQL = stmt{
 	sqlite: `delete from lite_jobs where id in (
   select id from lite_jobs
-  where state in ('done', 'dead', 'cancelled') and state = ?1 and finished_at <= ?2
+  where state in ('done', 'dead', 'cancelled') and state = ?1 and finished_at <= ?2 and ` + notAwaited + `
   limit ?3)`,
 	postgres: `delete from lite_jobs where id = any(array(
   select id from lite_jobs
-  where state in ('done', 'dead', 'cancelled') and state = $1 and finished_at <= $2
+  where state in ('done', 'dead', 'cancelled') and state = $1 and finished_at <= $2 and ` + notAwaited + `
   limit $3 for update skip locked))`,
 }
 

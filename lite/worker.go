@@ -290,9 +290,18 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	// lookedAgain is set once a round found the worker idle with nothing
+	// running: a worker stopping when idle stops only after a round after
+	// that look leased nothing either, since the last job's ack may have
+	// committed between a round's lease and its look for running jobs (or
+	// the jobs a round leased may all have run and been acked by then),
+	// and made a dependent available that the lease did not see. A round
+	// after the look sees every commit before it.
+	lookedAgain := false
 	for {
 		wake := w.q.wakeup.wait()
-		if !w.leaseRound(ctx, handlerCtx) {
+		leased, ok := w.leaseRound(ctx, handlerCtx)
+		if !ok {
 			return
 		}
 		s := w.laneState()
@@ -300,9 +309,13 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 			w.idleHook()
 		}
 		if w.opts.StopWhenIdle && s.idle && !w.anyRunning(ctx) {
-			return
+			if lookedAgain && leased == 0 {
+				return
+			}
+			lookedAgain = true
+			continue
 		}
-		var ok bool
+		lookedAgain = false
 		switch {
 		case s.retryIn > 0:
 			// Only time may end what failed the lease, and the failed
@@ -356,8 +369,9 @@ func (w *Worker) anyRunning(ctx context.Context) bool {
 
 // leaseRound leases for every lane with a free slot and starts what it
 // got, noting on each lane whether more may wait and when its next
-// scheduled job comes due. It returns false if ctx ended.
-func (w *Worker) leaseRound(ctx, handlerCtx context.Context) bool {
+// scheduled job comes due. It returns how many jobs it leased, and false
+// if ctx ended.
+func (w *Worker) leaseRound(ctx, handlerCtx context.Context) (leased int, ok bool) {
 	for _, l := range w.lanes {
 		free := w.free(l)
 		if free == 0 {
@@ -368,13 +382,13 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) bool {
 			// A lease that committed as the worker was told to stop
 			// still hands out its jobs: give them back.
 			w.releaseUnstarted(jobs)
-			return false
+			return leased, false
 		}
 		for _, j := range jobs {
 			w.start(handlerCtx, l, j)
 		}
+		leased += len(jobs)
 		l.backlog = err == nil && len(jobs) == asked
-		l.leased = len(jobs) > 0
 		w.refill.arm(l.backlog)
 		if err != nil {
 			l.retryIn = min(max(2*l.retryIn, leaseRetry), leaseRetryMax)
@@ -388,7 +402,7 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) bool {
 			}
 		}
 	}
-	return true
+	return leased, true
 }
 
 // waitRetry sleeps d after a failed lease, whatever wakes the worker

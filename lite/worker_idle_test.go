@@ -255,3 +255,20 @@ func TestStopWhenIdleRunsASequenceToItsEnd(t *testing.T) {
 		}
 	})
 }
+
+func TestStopWhenIdleDrainsAChainEachJobOfWhichItsOwnAckMadeAvailable(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		const n = 60
+		prev := mustEnqueue(t, q, lite.NewJob{Kind: "link"})
+		for range n - 1 {
+			prev = mustEnqueue(t, q, lite.NewJob{Kind: "link", DependsOn: []int64{prev}})
+		}
+		w, err := lite.NewWorker(q, lite.WorkerOptions{StopWhenIdle: true, Concurrency: 4})
+		is.NoErr(err)
+		w.Handle("link", func(context.Context, *lite.Job) error { return nil })
+		runUntilIdle(t, w)
+		is.Equal(stateOf(t, q, prev), lite.StateDone) // the last link ran: none was left available
+	})
+}

@@ -22,7 +22,6 @@ type lane struct {
 
 	// Kept by the loop alone, from the lane's last lease.
 	backlog   bool          // it filled every slot it asked for: more may wait
-	leased    bool          // it took some job: one that ended before the loop looked may have let another start (its key's next)
 	nextRunAt time.Time     // the lane's earliest scheduled job; zero if none
 	held      bool          // a queue at its MaxRunning holds some of its jobs back
 	retryIn   time.Duration // its last lease failed: wait this long before the next; zero if it did not
@@ -94,7 +93,7 @@ type laneState struct {
 	anyHeld   bool          // some lane with a free slot waits for a queue under its MaxRunning
 	nextRunAt time.Time     // the earliest scheduled job of a lane with a free slot; zero if none
 	retryIn   time.Duration // the shortest wait of a lane whose lease failed; zero if none failed
-	idle      bool          // no slot is busy, and the last round leased nothing and failed nowhere
+	idle      bool          // no slot is busy, no lane has a backlog and no lease failed (the loop then looks once more before it stops)
 }
 
 func (w *Worker) laneState() laneState {
@@ -102,7 +101,7 @@ func (w *Worker) laneState() laneState {
 	defer w.mu.Unlock()
 	s := laneState{idle: true}
 	for _, l := range w.lanes {
-		s.idle = s.idle && l.busy == 0 && !l.backlog && !l.leased && l.retryIn == 0
+		s.idle = s.idle && l.busy == 0 && !l.backlog && l.retryIn == 0
 		if l.retryIn > 0 && (s.retryIn == 0 || l.retryIn < s.retryIn) {
 			s.retryIn = l.retryIn
 		}

@@ -285,8 +285,10 @@ var insertBatchSQL = stmt{
 
 func (q *Queue) insertStep(ctx context.Context, c conn, s Step, r jobRow, names map[string]int64, batch int64) (int64, error) {
 	f := r.follows
-	for _, name := range s.After {
-		f.dependsOn = append(f.dependsOn, names[name])
+	for _, name := range s.After { // a name given twice is one dependency
+		if id := names[name]; !slices.Contains(f.dependsOn, id) {
+			f.dependsOn = append(f.dependsOn, id)
+		}
 	}
 	f.batch = sql.NullInt64{Int64: batch, Valid: batch != 0}
 	id, err := q.insert(ctx, c, r)

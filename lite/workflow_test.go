@@ -28,6 +28,15 @@ func mustDone(tb testing.TB, q *lite.Queue, j *lite.Job, result string) {
 	}
 }
 
+// mustDie leases id, the one available job, and fails its attempt, its
+// last: the job is dead.
+func mustDie(tb testing.TB, q *lite.Queue, id int64) {
+	tb.Helper()
+	if err := q.AckFailed(tb.Context(), leaseID(tb, q, id).Lease(), errors.New("boom")); err != nil {
+		tb.Fatalf("ack failed: %v", err)
+	}
+}
+
 func stateOf(tb testing.TB, q *lite.Queue, id int64) lite.State {
 	tb.Helper()
 	return mustGet(tb, q, id).State
@@ -152,7 +161,7 @@ func TestADependencyThatFailsAppliesTheDependentsPolicy(t *testing.T) {
 			c := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{b}, Callback: &lite.Callback{Kind: "called"}})
 			run := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{c}, OnDependencyFailure: lite.DependencyRun})
 			stay := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{c}, OnDependencyFailure: lite.DependencyBlock})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			mustDie(t, q, a)
 			is.Equal(stateOf(t, q, a), lite.StateDead)
 			is.Equal(stateOf(t, q, b), lite.StateCancelled)
 			is.Equal(stateOf(t, q, c), lite.StateCancelled) // two levels down
@@ -166,7 +175,7 @@ func TestADependencyThatFailsAppliesTheDependentsPolicy(t *testing.T) {
 			q, _ := e.open(t, fast)
 			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
 			stay := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}, OnDependencyFailure: lite.DependencyBlock})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, a).Lease(), errors.New("boom")))
+			mustDie(t, q, a)
 			is.Equal(stateOf(t, q, stay), lite.StateBlocked)
 			is.NoErr(q.Retry(t.Context(), a))
 			mustDone(t, q, leaseID(t, q, a), "")
@@ -182,6 +191,126 @@ func TestADependencyThatFailsAppliesTheDependentsPolicy(t *testing.T) {
 			is.True(errors.Is(err, lite.ErrInvalidState))
 			id := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}, OnDependencyFailure: lite.DependencyRun})
 			is.Equal(stateOf(t, q, id), lite.StateAvailable)
+		})
+	})
+}
+
+func TestARetriedDependentWaitsAgainForItsDependencies(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("a cancelled dependent, once retried, is blocked until its dependency is done", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}})
+			is.NoErr(q.Cancel(t.Context(), b))
+			is.NoErr(q.Retry(t.Context(), b))
+			is.Equal(stateOf(t, q, b), lite.StateBlocked)
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, b), lite.StateAvailable)
+		})
+
+		t.Run("a bulk retry of a cancelled chain runs it in its order", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}})
+			c := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{b}})
+			mustDie(t, q, a)
+			is.Equal(stateOf(t, q, c), lite.StateCancelled)
+			n, err := q.Bulk(t.Context(), lite.BulkRetry, lite.Filter{})
+			is.NoErr(err)
+			is.Equal(n, int64(3))
+			is.Equal(stateOf(t, q, b), lite.StateBlocked)
+			is.Equal(stateOf(t, q, c), lite.StateBlocked)
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, c), lite.StateBlocked)
+			mustDone(t, q, leaseID(t, q, b), "")
+			mustDone(t, q, leaseID(t, q, c), "")
+		})
+
+		t.Run("a dependent retried before its dead dependency waits for that one's retry", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}})
+			mustDie(t, q, a)
+			is.NoErr(q.Retry(t.Context(), b))
+			is.Equal(stateOf(t, q, b), lite.StateBlocked)
+			is.NoErr(q.Retry(t.Context(), a))
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, b), lite.StateAvailable)
+		})
+
+		t.Run("a dependent that runs anyway is available again after its dependency died", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}, OnDependencyFailure: lite.DependencyRun})
+			mustDie(t, q, a)
+			is.NoErr(q.Cancel(t.Context(), b))
+			is.NoErr(q.Retry(t.Context(), b))
+			is.Equal(stateOf(t, q, b), lite.StateAvailable)
+		})
+
+		t.Run("a refused retry of a waiting job leaves its count as it was", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			c := mustEnqueue(t, q, lite.NewJob{Delay: time.Hour})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a, c}, OnDependencyFailure: lite.DependencyRun})
+			mustDie(t, q, a)
+			is.True(errors.Is(q.Retry(t.Context(), b), lite.ErrInvalidState))
+			is.NoErr(q.Retry(t.Context(), a))
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, b), lite.StateBlocked) // c is not done yet
+		})
+	})
+}
+
+func TestAJobABlockedJobWaitsForIsNeverDeleted(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("a bulk delete skips a dependency until its dependent is cancelled", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}})
+			n, err := q.Bulk(t.Context(), lite.BulkDelete, lite.Filter{States: []lite.State{lite.StateAvailable}})
+			is.NoErr(err)
+			is.Equal(n, int64(0))
+			is.Equal(stateOf(t, q, a), lite.StateAvailable)
+			is.NoErr(q.Cancel(t.Context(), b))
+			n, err = q.Bulk(t.Context(), lite.BulkDelete, lite.Filter{States: []lite.State{lite.StateAvailable}})
+			is.NoErr(err)
+			is.Equal(n, int64(1))
+		})
+
+		t.Run("a purge keeps a dead dependency that a job left blocked waits for", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			stay := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a}, OnDependencyFailure: lite.DependencyBlock})
+			other := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 1})
+			mustDie(t, q, a)
+			mustDie(t, q, other)
+			n, err := q.Purge(t.Context(), time.Now().Add(100*365*24*time.Hour), lite.StateDead)
+			is.NoErr(err)
+			is.Equal(n, int64(1)) // other only
+			is.NoErr(q.Retry(t.Context(), a))
+			mustDone(t, q, leaseID(t, q, a), "")
+			is.Equal(stateOf(t, q, stay), lite.StateAvailable)
+		})
+
+		t.Run("a done dependency already counted is purged while its dependent waits for another", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			a := mustEnqueue(t, q, lite.NewJob{})
+			c := mustEnqueue(t, q, lite.NewJob{Delay: time.Hour})
+			b := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{a, c}})
+			mustDone(t, q, leaseID(t, q, a), "")
+			n, err := q.Purge(t.Context(), time.Now().Add(100*365*24*time.Hour), lite.StateDone)
+			is.NoErr(err)
+			is.Equal(n, int64(1))
+			is.Equal(stateOf(t, q, b), lite.StateBlocked)
 		})
 	})
 }
@@ -208,6 +337,18 @@ func TestAWorkflowIsEnqueuedWhole(t *testing.T) {
 			is.Equal(stateOf(t, q, join), lite.StateBlocked)
 			mustDone(t, q, leaseID(t, q, right), "")
 			is.Equal(stateOf(t, q, join), lite.StateAvailable)
+		})
+
+		t.Run("a step that names a step twice waits for it once", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.open(t, fast)
+			wf, err := q.EnqueueWorkflow(t.Context(), lite.Workflow{Steps: []lite.Step{
+				{Name: "a", Job: lite.NewJob{Kind: "a"}},
+				{Name: "b", Job: lite.NewJob{Kind: "b"}, After: []string{"a", "a"}},
+			}})
+			is.NoErr(err)
+			mustDone(t, q, leaseID(t, q, wf.IDs[0]), "")
+			is.Equal(stateOf(t, q, wf.IDs[1]), lite.StateAvailable)
 		})
 
 		for _, bad := range []struct {
@@ -322,7 +463,7 @@ func TestACallbackFiresOnceForEachWayAJobEnds(t *testing.T) {
 			clock := newFakeClock()
 			q, _ := e.mustOpen(t, clock)
 			id := mustEnqueue(t, q, lite.NewJob{MaxAttempts: 3, Callback: &lite.Callback{Queue: "app", Kind: "ended"}})
-			is.NoErr(q.AckFailed(t.Context(), leaseID(t, q, id).Lease(), errors.New("boom")))
+			mustDie(t, q, id)
 			clock.Advance(2 * time.Hour) // past the backoff
 			leaseID(t, q, id)
 			clock.Advance(staleAfter + time.Second)
