@@ -46,6 +46,12 @@ func TestDeclareOwnsWhatItDeclares(t *testing.T) {
 		is.Equal(r.code, 2)
 		is.True(strings.Contains(r.stderr, "the owner is empty"))
 
+		// A declaration's limits take the per-key settings too (the file
+		// once refused them, and a declaration of the queue erased them).
+		mustLite(t, db, `{"owner": "keys", "limits": {"hosts": {"max_running_per_key": 2, "sequence": "continue"}}}`, "declare", "-")
+		is.Equal(mustLite(t, db, "", "limit", "hosts"),
+			"queue hosts: at most 2 running per key, one at a time per key in order (continue after a dead or cancelled job) (code:keys)\n")
+
 		// Nothing after the one object, and nothing unknown inside it: each
 		// of these once declared (and removed the billing-app's schedule).
 		for _, bad := range []string{

@@ -31,8 +31,10 @@ type declaration struct {
 		Dead      string `json:"dead"`
 	} `json:"retention"`
 	Limits map[string]struct {
-		MaxRunning int  `json:"max_running"`
-		Rate       rate `json:"rate"`
+		MaxRunning int    `json:"max_running"`
+		Rate       rate   `json:"rate"`
+		PerKey     int    `json:"max_running_per_key"`
+		Sequence   string `json:"sequence"`
 	} `json:"limits"`
 	Force bool `json:"force"`
 }
@@ -105,7 +107,8 @@ func (c *declareCmd) read(env Env) (lite.Declaration, error) {
 		return lite.Declaration{}, usagef("declare: retention %s", err)
 	}
 	for queue, l := range in.Limits {
-		d.Limits[queue] = lite.Limits{MaxRunning: l.MaxRunning, Rate: l.Rate.n, Per: l.Rate.per}
+		d.Limits[queue] = lite.Limits{MaxRunning: l.MaxRunning, Rate: l.Rate.n, Per: l.Rate.per,
+			MaxRunningPerKey: l.PerKey, Sequence: lite.Sequence(l.Sequence)}
 	}
 	return d, nil
 }
