@@ -133,3 +133,14 @@ func QueuedAcks(w *Worker) int {
 	}
 	return 0
 }
+
+// AfterCommitsJoined is how many callers wait for q's next call of
+// Options.AfterCommit, which starts once the one under way returns.
+func AfterCommitsJoined(q *Queue) int {
+	q.commitWaits.mu.Lock()
+	defer q.commitWaits.mu.Unlock()
+	if q.commitWaits.next == nil {
+		return 0
+	}
+	return q.commitWaits.next.joined
+}

@@ -596,9 +596,10 @@ type afterCommits struct {
 }
 
 type afterCommitCall struct {
-	ctx  context.Context // the first joiner's, uncancelled: the call is everyone's
-	done chan struct{}
-	err  error
+	ctx    context.Context // the first joiner's, uncancelled: the call is everyone's
+	joined int             // callers waiting for it
+	done   chan struct{}
+	err    error
 }
 
 func (a *afterCommits) wait(ctx context.Context, fn func(context.Context) error) error {
@@ -607,6 +608,7 @@ func (a *afterCommits) wait(ctx context.Context, fn func(context.Context) error)
 		a.next = &afterCommitCall{ctx: context.WithoutCancel(ctx), done: make(chan struct{})}
 	}
 	c := a.next
+	c.joined++
 	if !a.running {
 		a.start(fn)
 	}
