@@ -144,3 +144,10 @@ func AfterCommitsJoined(q *Queue) int {
 	}
 	return q.commitWaits.next.joined
 }
+
+// IsPrepared says whether the queue's statement cache holds the text the
+// statement declared as name has on q's engine.
+func IsPrepared(q *Queue, name string) bool {
+	s, ok := statements[name].(stmt)
+	return ok && q.stmts.lookup(q.sql(s)) != nil
+}

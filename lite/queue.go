@@ -489,6 +489,7 @@ func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	defer q.stmts.prepareMissed(txCtx) // after the rollback below: the writer is free
 	defer tx.Rollback()
 	if err := fn(txConn{tx: tx, stmts: &q.stmts}); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/lease.golden")
@@ -64,6 +65,26 @@ func TestEveryStatement(t *testing.T) {
 				p.Close()
 			}
 		})
+	})
+}
+
+// A write that runs several statements in one transaction prepares only
+// the one it names before it starts (preparing takes the writer's one
+// connection); its other statements must not be compiled again on every
+// call: on lite_jobs that compiles every trigger of the table, and a
+// workflow's enqueue spent four fifths of its time doing so.
+func TestAStatementATransactionRanUnpreparedIsPreparedOnceItEnds(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.open(t, lite.Options{})
+		is.True(!lite.IsPrepared(q, "setFollowsSQL"))
+		_, err := q.EnqueueWorkflow(t.Context(), lite.Workflow{Steps: []lite.Step{
+			{Name: "a", Job: lite.NewJob{Payload: []byte("{}")}},
+			{Name: "b", Job: lite.NewJob{Payload: []byte("{}")}, After: []string{"a"}},
+		}})
+		is.NoErr(err)
+		is.True(lite.IsPrepared(q, "setFollowsSQL"))
+		is.True(lite.IsPrepared(q, "insertDepsSQL"))
 	})
 }
 

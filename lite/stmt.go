@@ -15,17 +15,57 @@ type conn interface {
 }
 
 // stmtCache keeps one prepared statement per query text. Re-parsing SQL is
-// a large share of CPU with this driver, so hot paths must not do it.
+// a large share of CPU with this driver, so hot paths must not do it: a
+// statement on lite_jobs compiles every trigger on the table with it.
 type stmtCache struct {
 	db *sql.DB
 	mu sync.Mutex
 	m  map[string]*sql.Stmt
+	// missed holds the texts a transaction ran unprepared: txConn cannot
+	// prepare, since on a file the writer's one connection is the
+	// transaction's. withTx prepares them once its transaction has ended,
+	// so a statement runs unprepared at most until its first transaction
+	// ends, whichever write path first runs it.
+	missed map[string]struct{}
 }
+
+// maxStatements bounds the cache, in case some path builds its texts
+// from its input: past it, a text a transaction missed stays unprepared.
+const maxStatements = 1024
 
 func (c *stmtCache) lookup(query string) *sql.Stmt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[query]
+}
+
+// lookupInTx is lookup for a transaction, which notes a miss for
+// prepareMissed.
+func (c *stmtCache) lookupInTx(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.m[query]
+	if s == nil && len(c.m)+len(c.missed) < maxStatements {
+		if c.missed == nil {
+			c.missed = make(map[string]struct{})
+		}
+		c.missed[query] = struct{}{}
+	}
+	return s
+}
+
+// prepareMissed prepares the texts transactions ran unprepared. It must
+// not run inside a transaction on the writer (see prepare). A text that
+// fails to prepare (one that only runs where a transaction made its
+// table) is dropped: it runs unprepared, as before.
+func (c *stmtCache) prepareMissed(ctx context.Context) {
+	c.mu.Lock()
+	missed := c.missed
+	c.missed = nil
+	c.mu.Unlock()
+	for query := range missed {
+		_, _ = c.prepare(ctx, query)
+	}
 }
 
 // prepare returns the cached statement for query, preparing it on first
@@ -133,21 +173,21 @@ type txConn struct {
 }
 
 func (t txConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if s := t.stmts.lookup(query); s != nil {
+	if s := t.stmts.lookupInTx(query); s != nil {
 		return t.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
 	}
 	return t.tx.ExecContext(ctx, query, args...)
 }
 
 func (t txConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if s := t.stmts.lookup(query); s != nil {
+	if s := t.stmts.lookupInTx(query); s != nil {
 		return t.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
 	}
 	return t.tx.QueryContext(ctx, query, args...)
 }
 
 func (t txConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if s := t.stmts.lookup(query); s != nil {
+	if s := t.stmts.lookupInTx(query); s != nil {
 		return t.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
 	}
 	return t.tx.QueryRowContext(ctx, query, args...)
