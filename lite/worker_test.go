@@ -672,9 +672,19 @@ func TestStartStopCyclesLeakNothing(t *testing.T) {
 			ev.await(t, lite.EventDone)
 			stop()
 		}
+		// On a server, a cycle whose goroutines happen to overlap more than
+		// any before makes the pool open one connection more, which it
+		// keeps idle: the pool's own, counted apart, not a leak (a
+		// connection held and never given back is in use, and counts).
+		unpooled := func() int {
+			if e.name == "postgres" {
+				return openFDs(t) - q.DB().Stats().Idle
+			}
+			return openFDs(t)
+		}
 		cycle() // the first ones open the pool's connections, which stay
 		cycle()
-		goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+		goroutines, fds := runtime.NumGoroutine(), unpooled()
 		const cycles = 10
 		for range cycles {
 			cycle()
@@ -682,7 +692,7 @@ func TestStartStopCyclesLeakNothing(t *testing.T) {
 		settles(t, "goroutines", runtime.NumGoroutine, goroutines)
 		// why: when the pool replaces a connection, SQLite's files can be open
 		// twice for a moment; a leak per cycle would show as ten more
-		settles(t, "open files", func() int { return openFDs(t) }, fds+1)
+		settles(t, "open files", unpooled, fds+1)
 	})
 }
 
