@@ -3,7 +3,6 @@ package web_test
 import (
 	"fmt"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -15,11 +14,7 @@ import (
 
 func TestWorkflowPagesInChromium(t *testing.T) {
 	clock := litetest.NewClock(start)
-	q, err := lite.Open(t.Context(), filepath.Join(t.TempDir(), "lite.db"), lite.Options{Now: clock.Now, Synchronous: lite.SyncNormal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
+	q := fileQueue(t, clock)
 	wf, err := q.EnqueueWorkflow(t.Context(), lite.Workflow{Steps: []lite.Step{
 		{Name: "fetch", Job: lite.NewJob{Kind: "fetch", Payload: []byte(hostile)}},
 		{Name: "small", Job: lite.NewJob{Kind: hostileName}, After: []string{"fetch"}},
