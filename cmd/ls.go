@@ -19,6 +19,7 @@ type lsCmd struct {
 	Queue       string       `short:"q" predictor:"queue" help:"Only jobs in this queue."`
 	Kind        string       `short:"k" help:"Only jobs of this kind."`
 	Tag         []string     `help:"Only jobs carrying this tag (repeat, or a,b: every one)."`
+	Batch       int64        `placeholder:"ID" help:"Only the jobs of this batch (see lite batch)."`
 	Before      int64        `placeholder:"ID" help:"Only jobs with a smaller id: pass the last id of the previous page to page newest first."`
 	After       int64        `placeholder:"ID" help:"With --oldest-first, only jobs with a larger id: pass the last id of the previous page."`
 	OldestFirst bool         `help:"List the oldest jobs first, in id order; --after pages it."`
@@ -40,7 +41,7 @@ func (c *lsCmd) list(ctx context.Context, q *lite.Queue) ([]*lite.Job, error) {
 	}
 	var jobs []*lite.Job
 	for _, s := range states {
-		page, err := q.List(ctx, lite.ListFilter{State: s, Queue: c.Queue, Kind: c.Kind, Tags: c.Tag,
+		page, err := q.List(ctx, lite.ListFilter{State: s, Queue: c.Queue, Kind: c.Kind, Tags: c.Tag, Batch: c.Batch,
 			Newest: !c.OldestFirst, BeforeID: c.Before, AfterID: c.After, Limit: c.Limit})
 		if err != nil {
 			return nil, err
@@ -66,6 +67,8 @@ func (c *lsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) err
 		return usagef("ls: --before pages newest first: leave out --oldest-first, or page oldest first with --after")
 	case c.Before < 0 || c.After < 0:
 		return usagef("ls: --before and --after take a job id, not a negative number")
+	case c.Batch < 0:
+		return usagef("ls: --batch takes a batch id, not a negative number")
 	}
 	jobs, err := c.list(ctx, q)
 	if err != nil {

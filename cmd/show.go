@@ -17,11 +17,15 @@ import (
 
 // showCmd prints one job.
 type showCmd struct {
-	ID int64 `arg:"" help:"The job's id."`
+	ID    int64 `arg:"" help:"The job's id."`
+	Graph bool  `help:"Show instead every job connected to this one through dependencies, both ways, with its state: a row per job, each after the jobs it waits for."`
 }
 
 // Run prints every field of the job, or the job as JSON with --json.
 func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
+	if c.Graph {
+		return c.graph(ctx, env, g, q)
+	}
 	j, err := q.Get(ctx, c.ID)
 	if err != nil {
 		return jobError("show", c.ID, err)
@@ -131,4 +135,37 @@ func related(deps []lite.Dependency) string {
 		parts[i] = fmt.Sprintf("%d (%s)", d.ID, safe(string(d.State)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// graph prints the job's graph: a row per job by layer, a job marked *
+// has edges to jobs the limit left out; or the graph as JSON with --json.
+func (c *showCmd) graph(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
+	gr, err := q.Graph(ctx, c.ID, 0)
+	if err != nil {
+		return jobError("show", c.ID, err)
+	}
+	if g.JSON {
+		return writeJSON(env.Stdout, gr)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tLAYER\tSTATE\tQUEUE\tKIND\tWAITS FOR")
+	for _, j := range gr.Jobs {
+		id := strconv.FormatInt(j.ID, 10)
+		if j.More {
+			id += "*"
+		}
+		waits := make([]string, len(j.WaitsFor))
+		for i, dep := range j.WaitsFor {
+			waits[i] = strconv.FormatInt(dep, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", id, j.Layer, safe(string(j.State)), safe(j.Queue), safe(j.Kind), orDash(strings.Join(waits, ",")))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if gr.Truncated {
+		_, err = fmt.Fprintf(env.Stdout, "graph truncated at the %d jobs nearest job %d: those marked * wait for, or are waited for by, jobs left out\n",
+			len(gr.Jobs), c.ID)
+	}
+	return err
 }

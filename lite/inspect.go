@@ -37,6 +37,10 @@ type ListFilter struct {
 	UniqueKey string
 	// Tags finds the jobs that carry every one of these tags.
 	Tags []string
+	// Batch finds the jobs of this batch (see Workflow.Batch): a page
+	// of them reads the batch's own index, however many jobs the file
+	// holds.
+	Batch int64
 	// AfterID pages in id order: pass the last id of the previous page.
 	AfterID int64
 	// Newest lists the newest jobs first, as a dashboard shows them;
@@ -60,15 +64,20 @@ type ListFilter struct {
 // would walk every row by id to find a page of them (230 ms on a file of
 // a million finished jobs): that list walks their partial index and
 // sorts what it finds (under a millisecond). Available jobs are many and
-// the newest, so newest first finds them at once by id.
-func listSQL(newest, running bool) stmt {
+// the newest, so newest first finds them at once by id. A batch's jobs
+// (?9) are read from the batch's index, in id order within it, so that a
+// page of a batch costs the same on a file of a million other jobs.
+func listSQL(newest bool, by listIndex) stmt {
 	order, pgOrder := "id > ?4 order by id", "id > $4 order by id"
 	if newest {
 		order, pgOrder = "id < ?4 order by id desc", "id < $4 order by id desc"
 	}
-	from, state := "lite_jobs", "(?1 = '' or state = ?1)"
-	if running {
+	from, state, pgState := "lite_jobs", "(?1 = '' or state = ?1)", "($1 = '' or state = $1)"
+	switch by {
+	case listRunning:
 		from, state = "lite_jobs indexed by lite_jobs_running", "?1 = 'running' and state = 'running'"
+	case listBatch:
+		from, state, pgState = "lite_jobs indexed by lite_jobs_batch", "batch_id = ?9 and "+state, "batch_id = $9 and "+pgState
 	}
 	return stmt{
 		sqlite: `select ` + listColumns.sqlite + ` from ` + from + `
@@ -78,11 +87,21 @@ where ` + state + ` and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3)
     where want.value not in (select value from json_each(lite_jobs.tags))))
   and ` + order + ` limit ?5`,
 		postgres: `select ` + listColumns.postgres + ` from lite_jobs
-where ($1 = '' or state = $1) and ($2 = '' or queue = $2) and ($3 = '' or kind = $3)
+where ` + pgState + ` and ($2 = '' or queue = $2) and ($3 = '' or kind = $3)
   and ($6 = '' or unique_key = $6) and ($8 = '[]' or tags @> $8::text::jsonb)
   and ` + pgOrder + ` limit $5`,
 	}
 }
+
+// listIndex is the index a page of jobs walks: the table's ids, the
+// running jobs' partial index, or a batch's.
+type listIndex int
+
+const (
+	listByID listIndex = iota
+	listRunning
+	listBatch
+)
 
 // listColumns are jobColumns with payload, result and log left empty when
 // the seventh parameter (OmitBodies) is true.
@@ -95,10 +114,10 @@ var listColumns = stmt{
 		"log_tail", "case when $7 then null else log_tail end").Replace(jobColumns),
 }
 
-// listSQLs holds listSQL's texts by [newest][running], each prepared once.
-var listSQLs = [2][2]stmt{
-	{listSQL(false, false), listSQL(false, true)},
-	{listSQL(true, false), listSQL(true, true)},
+// listSQLs holds listSQL's texts by [newest][listIndex], each prepared once.
+var listSQLs = [2][3]stmt{
+	{listSQL(false, listByID), listSQL(false, listRunning), listSQL(false, listBatch)},
+	{listSQL(true, listByID), listSQL(true, listRunning), listSQL(true, listBatch)},
 }
 
 // List returns a page of the jobs matching f, in id order or, with
@@ -121,6 +140,8 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 		return nil, errors.New("list: BeforeID pages newest first; set Newest")
 	case f.BeforeID < 0:
 		return nil, fmt.Errorf("list: negative BeforeID %d", f.BeforeID)
+	case f.Batch < 0:
+		return nil, fmt.Errorf("list: negative Batch %d", f.Batch)
 	case f.Newest && f.BeforeID == 0:
 		from = math.MaxInt64
 	case f.Newest:
@@ -130,8 +151,14 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", err)
 	}
-	s := listSQLs[b2i(f.Newest)][b2i(f.State == StateRunning)]
-	rows, err := q.r.QueryContext(ctx, q.sql(s), string(f.State), f.Queue, f.Kind, from, f.Limit, f.UniqueKey, f.OmitBodies, tags)
+	by, args := listByID, []any{string(f.State), f.Queue, f.Kind, from, f.Limit, f.UniqueKey, f.OmitBodies, tags}
+	switch {
+	case f.Batch != 0: // a batch is the narrower index, whatever the state
+		by, args = listBatch, append(args, f.Batch)
+	case f.State == StateRunning:
+		by = listRunning
+	}
+	rows, err := q.r.QueryContext(ctx, q.sql(listSQLs[b2i(f.Newest)][by]), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", classify(err))
 	}

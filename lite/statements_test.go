@@ -109,6 +109,7 @@ var statements = map[string]any{
 	"dependentsSQL":           dependentsSQL,
 	"batchSQL":                batchSQL,
 	"linksSQL":                linksSQL,
+	"graphSQL":                graphSQL,
 	"dropIdleQueuesSQL":       dropIdleQueuesSQL,
 	"removeSchedulesSQL":      removeSchedulesSQL,
 	"liftUndeclaredLimitsSQL": liftUndeclaredLimitsSQL,

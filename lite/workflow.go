@@ -55,6 +55,20 @@ func (c Callback) encode(q *Queue, queue string) (string, error) {
 	return string(text), err
 }
 
+// decodeCallback reads a callback column as encode writes it.
+func decodeCallback(text string) (*Callback, error) {
+	var c Callback
+	var payload string
+	if err := json.Unmarshal([]byte(text), &[]any{&c.Queue, &c.Kind, &payload, &c.MaxAttempts}); err != nil {
+		return nil, fmt.Errorf("callback: %w", err)
+	}
+	var err error
+	if c.Payload, err = hex.DecodeString(payload); err != nil {
+		return nil, fmt.Errorf("callback payload: %w", err)
+	}
+	return &c, nil
+}
+
 // errBlockedKey refuses a unique key on a job that waits for others: a
 // blocked job does not hold its key, and another job holding it when
 // this one became available would fail the ack that unblocks it.
@@ -416,14 +430,16 @@ type Batch struct {
 	// FinishedAt is when its last job ended and its callback was
 	// enqueued; zero while jobs are pending.
 	FinishedAt time.Time
+	// Callback is the job its end enqueues, with its defaults filled in.
+	Callback *Callback
 }
 
 // Pending is how many of the batch's jobs have not ended.
 func (b Batch) Pending() int { return b.Total - b.Done - b.Dead - b.Cancelled }
 
 var batchSQL = stmt{
-	sqlite:   `select id, total, done, dead, cancelled, created_at, finished_at from lite_batches where id = ?`,
-	postgres: `select id, total, done, dead, cancelled, created_at, finished_at from lite_batches where id = $1`,
+	sqlite:   `select id, total, done, dead, cancelled, created_at, finished_at, callback from lite_batches where id = ?`,
+	postgres: `select id, total, done, dead, cancelled, created_at, finished_at, callback::text from lite_batches where id = $1`,
 }
 
 // GetBatch reads a batch's progress. An unknown id gives ErrNotFound.
@@ -431,10 +447,14 @@ func (q *Queue) GetBatch(ctx context.Context, id int64) (Batch, error) {
 	var b Batch
 	var created int64
 	var finished sql.NullInt64
+	var callback sql.NullString
 	err := q.r.QueryRowContext(ctx, q.sql(batchSQL), id).
-		Scan(&b.ID, &b.Total, &b.Done, &b.Dead, &b.Cancelled, &created, &finished)
+		Scan(&b.ID, &b.Total, &b.Done, &b.Dead, &b.Cancelled, &created, &finished, &callback)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
+	}
+	if err == nil && callback.Valid {
+		b.Callback, err = decodeCallback(callback.String)
 	}
 	if err != nil {
 		return Batch{}, fmt.Errorf("get batch %d: %w", id, classify(err))
@@ -482,19 +502,35 @@ func (q *Queue) Links(ctx context.Context, id int64) (Links, error) {
 
 // MarshalJSON writes the batch as `lite batch --json` prints it:
 // {"id": 1, "total": 3, "done": 2, "dead": 1, "cancelled": 0,
-// "pending": 0, "created_at": "…Z", "finished_at": "…Z"}, finished_at
-// left out while jobs are pending.
+// "pending": 0, "created_at": "…Z", "finished_at": "…Z", "callback":
+// {"queue": "default", "kind": "report", "payload": "…",
+// "max_attempts": 25}}, finished_at left out while jobs are pending,
+// and the callback's payload in payload_base64 when it is not UTF-8, as
+// a job's is.
 func (b Batch) MarshalJSON() ([]byte, error) {
+	type callbackJSON struct {
+		Queue         string  `json:"queue"`
+		Kind          string  `json:"kind"`
+		Payload       *string `json:"payload,omitempty"`
+		PayloadBase64 []byte  `json:"payload_base64,omitempty"`
+		MaxAttempts   int     `json:"max_attempts"`
+	}
+	var cb *callbackJSON
+	if c := b.Callback; c != nil {
+		cb = &callbackJSON{Queue: c.Queue, Kind: c.Kind, MaxAttempts: c.MaxAttempts}
+		cb.Payload, cb.PayloadBase64 = textOrBase64(c.Payload)
+	}
 	return json.Marshal(struct {
-		ID         int64     `json:"id"`
-		Total      int       `json:"total"`
-		Done       int       `json:"done"`
-		Dead       int       `json:"dead"`
-		Cancelled  int       `json:"cancelled"`
-		Pending    int       `json:"pending"`
-		CreatedAt  time.Time `json:"created_at"`
-		FinishedAt time.Time `json:"finished_at,omitzero"`
-	}{b.ID, b.Total, b.Done, b.Dead, b.Cancelled, b.Pending(), b.CreatedAt.UTC(), b.FinishedAt.UTC()})
+		ID         int64         `json:"id"`
+		Total      int           `json:"total"`
+		Done       int           `json:"done"`
+		Dead       int           `json:"dead"`
+		Cancelled  int           `json:"cancelled"`
+		Pending    int           `json:"pending"`
+		CreatedAt  time.Time     `json:"created_at"`
+		FinishedAt time.Time     `json:"finished_at,omitzero"`
+		Callback   *callbackJSON `json:"callback,omitempty"`
+	}{b.ID, b.Total, b.Done, b.Dead, b.Cancelled, b.Pending(), b.CreatedAt.UTC(), b.FinishedAt.UTC(), cb})
 }
 
 // linkJSON is a Dependency in Links' JSON form: its result is the job's

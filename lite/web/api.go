@@ -64,7 +64,7 @@ func (s *server) routeAPI(mux *http.ServeMux) {
 		s.reply(w, r, l, err)
 	})
 	mux.HandleFunc("GET /api/batches/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id, err := pathID(r)
+		id, err := pathNumber(r, "batch")
 		if err != nil {
 			s.fail(w, r, http.StatusBadRequest, err.Error())
 			return
@@ -153,7 +153,8 @@ func next(jobs []*lite.Job, f lite.ListFilter) int64 {
 
 // parseFilter reads a page of jobs' filter from the query: state, queue,
 // kind, key (a unique key), tag (repeated, or a,b: jobs carrying every
-// one), before (the last id of the page before) and limit. Pages run newest first, as a dashboard shows them; it also lets
+// one), batch (a batch's id), before (the last id of the page before)
+// and limit. Pages run newest first, as a dashboard shows them; it also lets
 // a page of available jobs, the newest of a file, be found at once.
 func parseFilter(r *http.Request) (lite.ListFilter, error) {
 	v := r.URL.Query()
@@ -176,6 +177,13 @@ func parseFilter(r *http.Request) (lite.ListFilter, error) {
 		if err := lite.CheckTag(t); err != nil {
 			return f, err
 		}
+	}
+	if b := v.Get("batch"); b != "" {
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n < 1 {
+			return f, fmt.Errorf("batch must be a batch id, not %q", b)
+		}
+		f.Batch = n
 	}
 	if b := v.Get("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
@@ -233,10 +241,14 @@ func parsePurge(r *http.Request, now time.Time) (purge, error) {
 	return p, nil
 }
 
-func pathID(r *http.Request) (int64, error) {
+// pathID is the id of the job the path names.
+func pathID(r *http.Request) (int64, error) { return pathNumber(r, "job") }
+
+// pathNumber is the id the path names of a job or a batch (what).
+func pathNumber(r *http.Request, what string) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
-		return 0, fmt.Errorf("job id must be a positive number, not %q", r.PathValue("id"))
+		return 0, fmt.Errorf("%s id must be a positive number, not %q", what, r.PathValue("id"))
 	}
 	return id, nil
 }

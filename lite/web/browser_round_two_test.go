@@ -3,7 +3,6 @@ package web_test
 import (
 	"fmt"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,11 +15,7 @@ import (
 
 func TestBulkInChromium(t *testing.T) {
 	clock := litetest.NewClock(start)
-	q, err := lite.Open(t.Context(), filepath.Join(t.TempDir(), "lite.db"), lite.Options{Now: clock.Now, Synchronous: lite.SyncNormal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
+	q := fileQueue(t, clock)
 	ids := seed(t, q, clock)
 	busyHour(t, q, clock)
 	enqueue(t, q, lite.NewJob{Queue: "emails", Kind: "digest", Payload: []byte(`{"week":48}`), Delay: time.Hour})

@@ -56,6 +56,18 @@ func browser(t *testing.T) (ctx context.Context, dialogs *atomic.Int64) {
 	return ctx, dialogs
 }
 
+// fileQueue opens a queue on a file of its own, on clock: the browser
+// tests run on SQLite alone.
+func fileQueue(t *testing.T, clock *litetest.Clock) *lite.Queue {
+	t.Helper()
+	q, err := lite.Open(t.Context(), filepath.Join(t.TempDir(), "lite.db"), lite.Options{Now: clock.Now, Synchronous: lite.SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
 // readmeShot is the screenshot the README shows.
 const readmeShot = "dashboard.png"
 
@@ -116,11 +128,7 @@ func busyHour(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
 
 func TestInChromium(t *testing.T) {
 	clock := litetest.NewClock(start)
-	q, err := lite.Open(t.Context(), filepath.Join(t.TempDir(), "lite.db"), lite.Options{Now: clock.Now, Synchronous: lite.SyncNormal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
+	q := fileQueue(t, clock)
 	ids := seed(t, q, clock)
 	busyHour(t, q, clock)
 	if err := q.SetLimits(t.Context(), "webhooks", lite.Limits{MaxRunning: 4, Rate: 100, Per: time.Minute}); err != nil {

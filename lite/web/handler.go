@@ -61,6 +61,7 @@ func Handler(q *lite.Queue, opts Options) http.Handler {
 	s.routeLimits(mux)
 	s.routeSchedules(mux)
 	s.routeBulk(mux)
+	s.routeWorkflow(mux)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)

@@ -90,6 +90,9 @@ func pageLink(f lite.ListFilter, before int64) template.URL {
 	if len(f.Tags) > 0 {
 		v.Set("tag", strings.Join(f.Tags, ","))
 	}
+	if f.Batch != 0 {
+		v.Set("batch", strconv.FormatInt(f.Batch, 10))
+	}
 	if f.Limit != defaultPage {
 		v.Set("limit", strconv.Itoa(f.Limit))
 	}

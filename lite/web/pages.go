@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"html/template"
 	"io/fs"
@@ -304,20 +305,25 @@ func (s *server) jobsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	jobs, err := s.q.List(r.Context(), f)
-	if err != nil {
-		s.fail(w, r, status(err), err.Error())
-		return
-	}
-	v := jobsView{Filter: f, States: lite.States, Next: next(jobs, f), HasPrev: f.BeforeID != 0}
-	if v.Jobs, err = s.jobRows(r.Context(), jobs); err == nil && v.HasPrev && len(jobs) > 0 {
-		v.Prev, err = s.prevPage(r.Context(), f, jobs[0].ID)
-	}
+	v, err := s.jobsView(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, status(err), err.Error())
 		return
 	}
 	s.render(w, r, http.StatusOK, "jobs", v)
+}
+
+// jobsView reads the page of jobs f asks for, with its neighbours' links.
+func (s *server) jobsView(ctx context.Context, f lite.ListFilter) (jobsView, error) {
+	jobs, err := s.q.List(ctx, f)
+	if err != nil {
+		return jobsView{}, err
+	}
+	v := jobsView{Filter: f, States: lite.States, Next: next(jobs, f), HasPrev: f.BeforeID != 0}
+	if v.Jobs, err = s.jobRows(ctx, jobs); err == nil && v.HasPrev && len(jobs) > 0 {
+		v.Prev, err = s.prevPage(ctx, f, jobs[0].ID)
+	}
+	return v, err
 }
 
 // jobView is a job's page.

@@ -194,7 +194,7 @@ func TestAJobPageShowsItsWorkflow(t *testing.T) {
 		is.True(strings.Contains(body, `<span class="state blocked">blocked</span>`))
 		is.True(strings.Contains(body, fmt.Sprintf(`<dd class="waits-for"><a href="../jobs/%d">%d</a> fetch <span class="state available">available</span>`, fetch, fetch)))
 		is.True(strings.Contains(body, "1 not done; if one ends dead or cancelled: cancel"))
-		is.True(strings.Contains(body, fmt.Sprintf(`<dd class="batch">%d: 0 done, 0 dead, 0 cancelled, 2 pending of 2</dd>`, wf.Batch)))
+		is.True(strings.Contains(body, fmt.Sprintf(`<dd class="batch"><a href="../batches/%d">%d</a>: 0 done, 0 dead, 0 cancelled, 2 pending of 2</dd>`, wf.Batch, wf.Batch)))
 		is.True(strings.Contains(body, "action=cancel")) // a blocked job can be cancelled
 
 		body = get(h, fmt.Sprintf("/jobs/%d", fetch)).Body.String()
