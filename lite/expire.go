@@ -16,7 +16,7 @@ const expireBatch = 1000
 // never leased (generation 0) expires: a running one started in time, and
 // so did one available again after a reclaim, a failed attempt, a snooze,
 // a release or a retry, none of which takes its generation back. Every
-// lease refuses an expired job already (see leaseGuard); this makes it
+// lease refuses an expired job already (see notExpired); this makes it
 // visible as finished and ends what waits on it.
 var expireSQL = stmt{
 	sqlite: `update lite_jobs set state = 'cancelled', finished_at = ?1,

@@ -144,6 +144,21 @@ func TestAPerKeyLimitHolds(t *testing.T) {
 			is.Equal(keysOf(leaseN(t, q, "q", 1)), []string{"b"})
 		})
 
+		t.Run("a job without a key is leased while its queue's keys are full", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			is.NoErr(q.SetLimits(t.Context(), "q", lite.Limits{MaxRunningPerKey: 1}))
+			enqueueKeyed(t, q, "a", "a", "a")
+			is.Equal(keysOf(leaseN(t, q, "", 10)), []string{"a"})
+			enqueueKeyed(t, q, "")
+			mustEnqueue(t, q, lite.NewJob{Queue: "other"})
+			got := leaseN(t, q, "", 10)
+			is.Equal(len(got), 2) // the job without a key, and the other queue's
+			is.Equal(keysOf(got), []string{"", ""})
+			enqueueKeyed(t, q, "")
+			is.Equal(keysOf(leaseN(t, q, "q", 10)), []string{""})
+		})
+
 		t.Run("the limit and the queue's MaxRunning both hold", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.mustOpen(t, newFakeClock())
@@ -255,6 +270,7 @@ func TestASequenceRunsEachKeyInOrder(t *testing.T) {
 			mustEnqueue(t, q, lite.NewJob{Queue: "q", Key: "a"})
 			j := mustLeaseOne(t, q, "q")
 			is.NoErr(q.AckFailed(t.Context(), j.Lease(), errors.New("boom")))
+			is.Equal(len(leaseN(t, q, "q", 10)), 0) // neither the retry before its time nor the job after it
 			clock.Advance(time.Hour)
 			got := leaseN(t, q, "q", 10)
 			is.Equal(len(got), 1)
@@ -443,6 +459,67 @@ func TestAJobThatCouldNeverStartIsRefused(t *testing.T) {
 			id := mustEnqueue(t, q, lite.NewJob{RunAt: at, ExpiresAt: at.Add(time.Millisecond)})
 			is.True(mustGet(t, q, id).ExpiresAt.Equal(at.Add(time.Millisecond)))
 			mustEnqueue(t, q, lite.NewJob{ExpiresAt: clock.Now()}) // due now: taken, and cancelled by the expiry pass
+		})
+	})
+}
+
+func TestAKeysJobsWaitForTheirTime(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("a key's job not yet due takes none of its slots", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			is.NoErr(q.SetLimits(t.Context(), "q", lite.Limits{MaxRunningPerKey: 2}))
+			mustEnqueue(t, q, lite.NewJob{Queue: "q", Key: "a", Priority: 9, Delay: time.Hour})
+			first := mustEnqueue(t, q, lite.NewJob{Queue: "q", Key: "a"})
+			got := leaseN(t, q, "q", 10)
+			is.Equal(len(got), 1)
+			is.Equal(got[0].ID, first) // the key runs nothing yet
+			second := mustEnqueue(t, q, lite.NewJob{Queue: "q", Key: "a"})
+			got = leaseN(t, q, "q", 10)
+			is.Equal(len(got), 1)
+			is.Equal(got[0].ID, second) // and now that it runs one
+		})
+	})
+}
+
+func TestRunItNowHoldsAKeysLimits(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		setup := func(t *testing.T, l lite.Limits) (*lite.Queue, *lite.Worker, *atomic.Int32) {
+			q, _ := e.mustOpen(t, newFakeClock())
+			if err := q.SetLimits(t.Context(), "q", l); err != nil {
+				t.Fatal(err)
+			}
+			w, _, _ := testWorker(t, q, lite.WorkerOptions{})
+			var calls atomic.Int32
+			w.Handle("default", func(context.Context, *lite.Job) error { calls.Add(1); return nil })
+			return q, w, &calls
+		}
+
+		t.Run("a job whose key runs as many as its limit is refused", func(t *testing.T) {
+			is := is.New(t)
+			q, w, calls := setup(t, lite.Limits{MaxRunningPerKey: 1})
+			ids := enqueueKeyed(t, q, "a", "a", "b")
+			mustLeaseOne(t, q, "q")
+			_, err := w.RunJob(t.Context(), ids[1])
+			is.True(err != nil)
+			is.Equal(calls.Load(), int32(0))
+			_, err = w.RunJob(t.Context(), ids[2]) // another key's job runs
+			is.NoErr(err)
+			is.Equal(calls.Load(), int32(1))
+		})
+
+		t.Run("a sequence's later job is refused until the ones before it end", func(t *testing.T) {
+			is := is.New(t)
+			q, w, calls := setup(t, lite.Limits{Sequence: lite.SequenceContinue})
+			ids := enqueueKeyed(t, q, "a", "a")
+			_, err := w.RunJob(t.Context(), ids[1])
+			is.True(err != nil)
+			is.Equal(calls.Load(), int32(0))
+			_, err = w.RunJob(t.Context(), ids[0])
+			is.NoErr(err)
+			_, err = w.RunJob(t.Context(), ids[1])
+			is.NoErr(err)
+			is.Equal(calls.Load(), int32(2))
 		})
 	})
 }

@@ -82,23 +82,133 @@ var leaseSet = stmt{
     lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4`,
 }
 
-// leaseFlow is lite_flow for a lease (its now is leased_at), and
-// lite_full_keys: the keys of queues with per-key settings that may start
-// no job now, counted once per lease, so that the walk passes their jobs
-// at the cost of a look-up each, as it passes a full queue's. The guard
-// (see leaseGuard) counts again for the keys left, exactly.
-var leaseFlow = stmt{
-	sqlite:   flowCTE(2).sqlite + fullKeysCTE,
-	postgres: flowCTE(2).postgres + fullKeysCTE,
+// leaseFlow is lite_flow for a lease: its now is leased_at (?2).
+var leaseFlow = flowCTE(2)
+
+// notExpired is every lease's check of a job's expiry, now being the
+// statement's parameter for leased_at: a job past its expiry never
+// starts, unless it was leased before (generation > 0: a job reclaimed or
+// retried after its expiry started in time, and runs to its end).
+func notExpired(now string) string {
+	return `(expires_at is null or expires_at > ` + now + ` or generation > 0)`
 }
 
-// fullKeysCTE is lite_full_keys, the same text in both dialects.
-const fullKeysCTE = `,
-lite_full_keys as materialized (
-    select r.queue, r.job_key from lite_jobs r join lite_flow f on f.queue = r.queue
-    where r.state = 'running' and r.job_key is not null and (f.per_key > 0 or f.sequence <> '')
-    group by r.queue, r.job_key
-    having count(*) >= max(case when f.sequence <> '' then 1 else f.per_key end))`
+// keySlotsCTE is lite_key_slots: for each key in lite_keys of a queue
+// with per-key settings, its running jobs, counted once per statement.
+// The same text in both dialects.
+const keySlotsCTE = `lite_key_slots as materialized (
+    select k.queue, k.job_key, f.per_key, f.sequence,
+        (select count(*) from lite_jobs r
+            where r.state = 'running' and r.job_key is not null and r.queue = k.queue and r.job_key = k.job_key) as running
+    from lite_keys k join lite_flow f on f.queue = k.queue
+    where k.job_key is not null and (f.per_key > 0 or f.sequence <> ''))`
+
+// inSequence is every lease's check that a keyed job of a queue with a
+// sequence is its key's first in enqueue order that is available (with
+// 'block', its first unfinished one: dead, cancelled or blocked too). A
+// key with a job running is checked apart. The same text in both dialects.
+const inSequence = `(coalesce((select f.sequence from lite_flow f where f.queue = lite_jobs.queue), '') = ''
+                      or not exists (select 1 from lite_jobs o
+                          where o.queue = lite_jobs.queue and o.job_key = lite_jobs.job_key and o.state <> 'done'
+                            and o.id < lite_jobs.id and (o.state = 'available'
+                              or (select f.sequence from lite_flow f where f.queue = lite_jobs.queue) = 'block')))`
+
+// keyedCTEs are what a lease of many jobs reads of the keys that run
+// jobs now, the same text in both dialects but for now (the parameter
+// for leased_at) and queues (the lease's filter on a queue's name,
+// unqualified).
+//
+// A key with running jobs (lite_key_slots: a few, one per running job at
+// most) is never the walk's: under a per-key limit, lite_key_jobs are its
+// first ready jobs in lease order, as many as it has free slots, each
+// found from the one before it by an index look-up (a limit clause may
+// not read the key it limits), and under a sequence it may start nothing.
+// So the walk passes a full key's backlog at the cost of a look-up each,
+// and only when it has other jobs to find: lite_walk says whether it may find any,
+// a job outside those keys in the lease's queues. That is so while no
+// key runs a job, while a queue with available jobs has no running key
+// (found by a jump from queue to queue through lite_jobs_available),
+// while such a queue has an available key that runs nothing (a jump from
+// key to key past the running ones, lite_key_walk), or while the lease's
+// available jobs outnumber the keyed ones of those queues: jobs without
+// a key, which no index finds apart, counted from index entries alone.
+// Otherwise the walk is not taken at all.
+func keyedCTEs(now, queues string) string {
+	return `lite_keys(queue, job_key) as (
+    select distinct queue, job_key from lite_jobs where state = 'running' and job_key is not null` + queues + `),
+` + keySlotsCTE + `,
+lite_key_jobs(queue, job_key, free, id, priority, run_at) as (
+    select s.queue, s.job_key, s.per_key - s.running - 1, a.id, a.priority, a.run_at
+    from lite_key_slots s join lite_jobs a on a.id = (select b.id from lite_jobs b
+        where b.state = 'available' and b.job_key is not null and b.queue = s.queue and b.job_key = s.job_key and b.run_at <= ` + now + `
+        order by b.priority desc, b.run_at, b.id limit 1)
+    where s.sequence = '' and s.running < s.per_key
+    union all
+    select k.queue, k.job_key, k.free - 1, a.id, a.priority, a.run_at
+    from lite_key_jobs k join lite_jobs a on a.id = (select b.id from lite_jobs b
+        where b.state = 'available' and b.job_key is not null and b.queue = k.queue and b.job_key = k.job_key and b.run_at <= ` + now + `
+          and (b.priority < k.priority or b.priority = k.priority and (b.run_at, b.id) > (k.run_at, k.id))
+        order by b.priority desc, b.run_at, b.id limit 1)
+    where k.free > 0),
+lite_ready_queues(queue) as (
+    select min(queue) from lite_jobs where state = 'available'
+    union all
+    select (select min(a.queue) from lite_jobs a where a.state = 'available' and a.queue > r.queue)
+    from lite_ready_queues r where r.queue is not null),
+lite_key_walk(queue, job_key) as (
+    select queue, (select min(a.job_key) from lite_jobs a
+        where a.state = 'available' and a.job_key is not null and a.queue = q.queue)
+    from (select distinct queue from lite_key_slots) as q
+    union all
+    select w.queue, (select min(a.job_key) from lite_jobs a
+        where a.state = 'available' and a.job_key is not null and a.queue = w.queue and a.job_key > w.job_key)
+    from lite_key_walk w where (w.queue, w.job_key) in (select queue, job_key from lite_key_slots)),
+lite_walk(needed) as (
+    select not exists (select 1 from lite_key_slots)
+        or exists (select 1 from lite_ready_queues where queue is not null` + queues + `
+            and queue not in (select queue from lite_key_slots))
+        or exists (select 1 from lite_key_walk
+            where job_key is not null and (queue, job_key) not in (select queue, job_key from lite_key_slots))
+        or (select count(*) from lite_jobs where state = 'available'` + queues + `)
+        > (select count(*) from lite_jobs a
+            where a.state = 'available' and a.job_key is not null and a.queue in (select queue from lite_key_slots)))`
+}
+
+// keyedJobs are the jobs of lite_key_jobs that the lease takes: of its
+// kinds (the lease's filter, unqualified), and not expired. A key's jobs
+// not taken here keep their slots: the limit holds either way.
+func keyedJobs(now, kinds string) string {
+	return `select id, queue, priority, run_at from lite_jobs
+            where id in (select id from lite_key_jobs)` + kinds + ` and ` + notExpired(now)
+}
+
+// walkKeyGuard is what the walk checks of a keyed job of a key that runs
+// nothing, when its queue has per-key settings, now being the parameter
+// for leased_at: under a per-key limit, that its key's ready jobs ahead
+// of it in lease order are fewer than the limit, so that a lease takes
+// no more of one key than it may start and walks on to other keys' jobs.
+// The jobs ahead are counted in two index ranges (higher priority; same
+// priority, earlier in line), each read no further than the largest
+// limit of any queue. Under a sequence, inSequence. On PostgreSQL the
+// counts stay true until the lease commits because the lease first locks
+// the row of each keyed queue, as of each limited one (see lockFlowSQL).
+// The same text in both dialects.
+func walkKeyGuard(now string) string {
+	return `
+                  and (job_key is null or (
+                    (queue, job_key) not in (select queue, job_key from lite_key_slots)
+                    and (coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0
+                      or (select count(*) from (select 1 from lite_jobs a
+                          where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
+                            and a.priority > lite_jobs.priority and a.run_at <= ` + now + `
+                          limit (select max(per_key) from lite_flow)) as a)
+                      + (select count(*) from (select 1 from lite_jobs a
+                          where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
+                            and a.priority = lite_jobs.priority and (a.run_at, a.id) < (lite_jobs.run_at, lite_jobs.id)
+                          limit (select max(per_key) from lite_flow)) as a)
+                      < (select f.per_key from lite_flow f where f.queue = lite_jobs.queue))
+                    and ` + inSequence + `))`
+}
 
 // leaseSQL claims up to N available jobs in one statement. The filters vary
 // with the request, so there are six texts, each prepared once.
@@ -108,7 +218,8 @@ lite_full_keys as materialized (
 // picks each queue keeps as many as it may start, in lease order. On a
 // file with no settings lite_flow is empty and both checks pass at once.
 // On SQLite the skip is written +queue so that it stays a filter on the
-// walk, never the term that picks its index.
+// walk, never the term that picks its index. The jobs of a key that runs
+// jobs come from keyedJobs, beside the walk (see keyedCTEs).
 //
 // On PostgreSQL, hosts lease at once: the walk locks the rows it picks
 // and skips those another lease has locked, so that leases never wait for
@@ -116,46 +227,46 @@ lite_full_keys as materialized (
 // lock found it. The walk sits in array(...) so that it runs once: as
 // the join that "id in (...)" becomes, the planner may run it again for
 // each row, and every rerun skips the rows the update has just taken and
-// picks others, claiming more than the limit.
+// picks others, claiming more than the limit. The keyed jobs need no
+// lock of their own: a lease of a keyed queue holds its queue's row (see
+// lockFlowSQL), and the update locks them.
 //
 // unlimited makes the PostgreSQL text a lease that needs no lock, for a
 // lease outside any transaction: it takes nothing while a queue it may
-// take from has a limit or is paused (see leaseOutsideTx). The SQLite text stays the
-// same.
+// take from has a limit or is paused (see leaseOutsideTx), and so reads
+// no keys. The SQLite text stays the same.
 func leaseSQL(queues queueFilter, byKind, unlimited bool) stmt {
 	// Both dialects number their parameters: the filters' follow the
 	// five fixed ones, and the limit comes last.
 	n := 6
-	var filter, pgFilter string
 	param := func() (string, string) {
 		n++
 		return "?" + strconv.Itoa(n-1), "$" + strconv.Itoa(n-1)
 	}
-	var limitedFilter string
+	var inQueues, pgInQueues, kinds, pgKinds string
 	switch queues {
 	case oneQueue:
 		s, p := param()
-		filter = " and queue = " + s
-		pgFilter = " and queue = " + p
-		limitedFilter = pgFilter
+		inQueues = " and queue = " + s
+		pgInQueues = " and queue = " + p
 	case someQueues:
 		s, p := param()
-		filter = " and queue in (select value from json_each(" + s + "))"
-		pgFilter = " and queue in (select jsonb_array_elements_text(" + p + "::jsonb))"
-		limitedFilter = pgFilter
+		inQueues = " and queue in (select value from json_each(" + s + "))"
+		pgInQueues = " and queue in (select jsonb_array_elements_text(" + p + "::jsonb))"
 	}
+	pgFilter := pgInQueues
 	if unlimited {
 		// Uncorrelated, so the planner runs it once, before the walk
 		// picks (and locks) any row. A paused queue goes the locked way
 		// too: the walk would read its whole backlog to take nothing, and
 		// the locked lease would then read it again.
 		pgFilter += `
-              and not exists (select from lite_queues where (max_running > 0 or rate > 0 or paused or max_per_key > 0 or sequence <> '')` + limitedFilter + `)`
+                  and not exists (select from lite_queues where (max_running > 0 or rate > 0 or paused or max_per_key > 0 or sequence <> '')` + pgInQueues + `)`
 	}
 	if byKind {
 		s, p := param()
-		filter += " and kind in (select value from json_each(" + s + "))"
-		pgFilter += " and kind in (select jsonb_array_elements_text(" + p + "::jsonb))"
+		kinds = " and kind in (select value from json_each(" + s + "))"
+		pgKinds = " and kind in (select jsonb_array_elements_text(" + p + "::jsonb))"
 	}
 	limit, pgLimit := param()
 	// SQLite plans with the value of a limit that is a bare parameter, and
@@ -172,98 +283,53 @@ func leaseSQL(queues queueFilter, byKind, unlimited bool) stmt {
 	if queues == anyQueue {
 		from = "lite_jobs indexed by lite_jobs_ready"
 	}
+	pgWith, pgWalk, pgWalkLimit, pgKeyed := `with `+leaseFlow.postgres, ``, pgLimit, ``
+	if !unlimited {
+		pgWith = `with recursive ` + leaseFlow.postgres + `,
+` + keyedCTEs("$2", pgInQueues)
+		pgWalk = walkKeyGuard("$2")
+		pgWalkLimit = `case when (select needed from lite_walk) then ` + pgLimit + `::bigint else 0 end`
+		pgKeyed = `
+            union all
+            ` + keyedJobs("$2", pgKinds)
+	}
 	return stmt{
-		sqlite: `with ` + leaseFlow.sqlite + `
+		sqlite: `with recursive ` + leaseFlow.sqlite + `,
+` + keyedCTEs("?2", inQueues) + `
 update lite_jobs set ` + leaseSet.sqlite + `
 where id in (
     select id from (
         select id, queue, row_number() over (partition by queue order by priority desc, run_at, id) as nth
-        from (select id, queue, priority, run_at from ` + from + `
-            where state = 'available' and run_at <= ?5` + filter + `
-              and +queue not in (select queue from lite_flow where n <= 0)` + leaseGuard.sqlite + `
+        from (select id, queue, priority, run_at from (select id, queue, priority, run_at from ` + from + `
+                where state = 'available' and run_at <= ?5` + inQueues + kinds + `
+                  and +queue not in (select queue from lite_flow where n <= 0)
+                  and ` + notExpired("?2") + walkKeyGuard("?2") + `
+                order by priority desc, run_at, id
+                limit case when (select needed from lite_walk) then ` + limit + ` else 0 end)
+            union all
+            ` + keyedJobs("?2", kinds) + `
             order by priority desc, run_at, id
             limit ` + limit + `)) as c
     where nth <= coalesce((select n from lite_flow f where f.queue = c.queue), nth))
 returning ` + jobColumns,
-		postgres: `with ` + leaseFlow.postgres + `
+		postgres: pgWith + `
 update lite_jobs set ` + leaseSet.postgres + `
 where id = any(array(
     select id from (
         select id, queue, row_number() over (partition by queue order by priority desc, run_at, id) as nth
-        from (select id, queue, priority, run_at from lite_jobs
-            where state = 'available' and run_at <= $5` + pgFilter + `
-              and queue not in (select queue from lite_flow where n <= 0)` + leaseGuard.postgres + `
+        from (select id, queue, priority, run_at from (select id, queue, priority, run_at from lite_jobs
+                where state = 'available' and run_at <= $5` + pgFilter + pgKinds + `
+                  and queue not in (select queue from lite_flow where n <= 0)
+                  and ` + notExpired("$2") + pgWalk + `
+                order by priority desc, run_at, id
+                limit ` + pgWalkLimit + `
+                for update skip locked) as p` + pgKeyed + `
             order by priority desc, run_at, id
-            limit ` + pgLimit + `
-            for update skip locked) as p) as c
+            limit ` + pgLimit + `) as u) as c
     where nth <= coalesce((select n from lite_flow f where f.queue = c.queue), nth)))
   and state = 'available'
 returning ` + jobColumns,
 	}
-}
-
-// leaseGuard is what every lease statement checks of each job besides
-// its state, with now as leased_at (?2): that it has not expired, unless
-// it was leased before (generation > 0: a job reclaimed or retried after
-// its expiry started in time, and runs to its end), and that its key may
-// start a job, when its queue has per-key settings.
-//
-// A keyed job of a queue with a per-key limit may start while its key's
-// running jobs and its key's ready jobs ahead of it in lease order are
-// fewer than the limit, so that a lease takes no more of one key than it
-// may start and walks on to other keys' jobs rather than stop at one
-// key's backlog. The jobs ahead are counted in two index ranges (higher
-// priority; same priority, earlier in line), each read no further than
-// the largest limit of any queue: a limit is a column, and a limit
-// clause cannot read the row it is counting for. A keyed job of a
-// sequence must be its key's first in enqueue order that is available
-// (with 'block', or dead or cancelled), with no job of its key running.
-// On PostgreSQL the counts stay true until the lease commits because the
-// lease first locks the row of each keyed queue, as of each limited one
-// (see lockFlowSQL).
-var leaseGuard = stmt{
-	sqlite: `
-  and (expires_at is null or expires_at > ?2 or generation > 0)
-  and (job_key is null or (
-      (queue, job_key) not in (select queue, job_key from lite_full_keys)
-      and (coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0
-      or (select count(*) from lite_jobs r
-          where r.state = 'running' and r.queue = lite_jobs.queue and r.job_key = lite_jobs.job_key)
-        + (select count(*) from (select 1 from lite_jobs a
-          where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
-            and a.priority > lite_jobs.priority and a.run_at <= ?2
-          limit (select max(per_key) from lite_flow)) as a)
-        + (select count(*) from (select 1 from lite_jobs a
-          where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
-            and a.priority = lite_jobs.priority and (a.run_at, a.id) < (lite_jobs.run_at, lite_jobs.id)
-          limit (select max(per_key) from lite_flow)) as a)
-        < (select f.per_key from lite_flow f where f.queue = lite_jobs.queue)))
-    and (coalesce((select f.sequence from lite_flow f where f.queue = lite_jobs.queue), '') = ''
-      or not exists (select 1 from lite_jobs o
-          where o.queue = lite_jobs.queue and o.job_key = lite_jobs.job_key and o.state <> 'done' and o.id <> lite_jobs.id
-            and (o.state = 'running' or (o.id < lite_jobs.id and (o.state = 'available'
-                or (select f.sequence from lite_flow f where f.queue = lite_jobs.queue) = 'block'))))))`,
-	postgres: `
-  and (expires_at is null or expires_at > $2 or generation > 0)
-  and (job_key is null or (
-      (queue, job_key) not in (select queue, job_key from lite_full_keys)
-      and (coalesce((select f.per_key from lite_flow f where f.queue = lite_jobs.queue), 0) = 0
-      or (select count(*) from lite_jobs r
-          where r.state = 'running' and r.queue = lite_jobs.queue and r.job_key = lite_jobs.job_key)
-        + (select count(*) from (select 1 from lite_jobs a
-          where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
-            and a.priority > lite_jobs.priority and a.run_at <= $2
-          limit (select max(per_key) from lite_flow)) as a)
-        + (select count(*) from (select 1 from lite_jobs a
-          where a.state = 'available' and a.queue = lite_jobs.queue and a.job_key = lite_jobs.job_key
-            and a.priority = lite_jobs.priority and (a.run_at, a.id) < (lite_jobs.run_at, lite_jobs.id)
-          limit (select max(per_key) from lite_flow)) as a)
-        < (select f.per_key from lite_flow f where f.queue = lite_jobs.queue)))
-    and (coalesce((select f.sequence from lite_flow f where f.queue = lite_jobs.queue), '') = ''
-      or not exists (select 1 from lite_jobs o
-          where o.queue = lite_jobs.queue and o.job_key = lite_jobs.job_key and o.state <> 'done' and o.id <> lite_jobs.id
-            and (o.state = 'running' or (o.id < lite_jobs.id and (o.state = 'available'
-                or (select f.sequence from lite_flow f where f.queue = lite_jobs.queue) = 'block'))))))`,
 }
 
 // leaseSQLs are the lease texts by queue filter, by kind filter (1: by
@@ -432,22 +498,40 @@ func jsonList(list []string) string {
 }
 
 // leaseByIDSQL leases one job by its id, whatever its run_at, if it is
-// available, of a kind the worker handles (a null list: any kind), and of
-// a queue that may start a job now.
+// available, of a kind the worker handles (a null list: any kind), of a
+// queue that may start a job now, and of a key that may (keyByID).
 var leaseByIDSQL = stmt{
-	sqlite: `with ` + leaseFlow.sqlite + `
+	sqlite: `with ` + leaseFlow.sqlite + `,
+` + keyByID("?5") + `
 update lite_jobs set ` + leaseSet.sqlite + `
 where id = ?5 and state = 'available'
   and (?6 is null or kind in (select value from json_each(?7)))
-  and coalesce((select n from lite_flow f where f.queue = lite_jobs.queue), 1) > 0` + leaseGuard.sqlite + `
+  and coalesce((select n from lite_flow f where f.queue = lite_jobs.queue), 1) > 0
+  and ` + notExpired("?2") + keyFree + `
 returning ` + jobColumns,
-	postgres: `with ` + leaseFlow.postgres + `
+	postgres: `with ` + leaseFlow.postgres + `,
+` + keyByID("$5") + `
 update lite_jobs set ` + leaseSet.postgres + `
 where id = $5 and state = 'available'
   and ($6::text is null or kind in (select jsonb_array_elements_text($7::jsonb)))
-  and coalesce((select n from lite_flow f where f.queue = lite_jobs.queue), 1) > 0` + leaseGuard.postgres + `
+  and coalesce((select n from lite_flow f where f.queue = lite_jobs.queue), 1) > 0
+  and ` + notExpired("$2") + keyFree + `
 returning ` + jobColumns,
 }
+
+// keyByID is lite_key_slots for the key of job id (its parameter), if
+// it has one.
+func keyByID(id string) string {
+	return `lite_keys(queue, job_key) as (select queue, job_key from lite_jobs where id = ` + id + `),
+` + keySlotsCTE
+}
+
+// keyFree is leaseByIDSQL's check of its job's key: that it runs fewer
+// jobs than its limit (one, under a sequence), and inSequence.
+const keyFree = `
+  and not exists (select 1 from lite_key_slots s
+      where s.running >= case when s.sequence <> '' then 1 else s.per_key end)
+  and (job_key is null or ` + inSequence + `)`
 
 // leaseByID leases job id for a worker that handles kinds (nil: every
 // kind), whatever its run_at: "run it now". An unknown id gives
