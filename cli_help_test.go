@@ -36,13 +36,15 @@ func TestHelpNamesEveryCommand(t *testing.T) {
 	})
 	t.Run("an unknown command is a one-line usage error that points to lite help", func(t *testing.T) {
 		is := is.New(t)
-		for _, args := range [][]string{{"nosuch"}, {"help", "nosuch"}, {"help", "ls", "extra"}} {
+		for _, args := range [][]string{{"nosuch"}, {"help", "nosuch"}, {"help", "ls", "extra"}, {"help", "enqueue", "extra"}, {"help", "schedule", "nosuch"}} {
 			r := runLite(t, db, "", args...)
 			is.Equal(r.code, 2)
 			is.Equal(r.stdout, "")
 			is.Equal(strings.Count(r.stderr, "\n"), 1)
 		}
 		is.Equal(runLite(t, db, "", "nosuch").stderr, "lite: unexpected argument nosuch (lite help lists the commands)\n")
+		// enqueue takes a payload: extra would pass for one, and its help print.
+		is.Equal(runLite(t, db, "", "help", "enqueue", "extra").stderr, "lite: help: lite has no command enqueue extra (lite help lists the commands)\n")
 	})
 	_, err := os.Stat(db)
 	is.New(t).True(os.IsNotExist(err)) // help creates no file

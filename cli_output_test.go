@@ -290,3 +290,16 @@ func TestJSONOutputIsTheLibrarysForm(t *testing.T) {
 		})
 	})
 }
+
+func TestAServerThatRefusesTheConnectionIsOneReadableLine(t *testing.T) {
+	is := is.New(t)
+	// Two addresses, each refusing: pgx gives a line for each, indented.
+	r := runLite(t, "postgres://ada@127.0.0.1:1,127.0.0.1:2/app?sslmode=disable", "", "ls")
+	is.Equal(r.code, 1)
+	is.Equal(strings.Count(r.stderr, "\n"), 1) // one line
+	is.Equal(rawUnsafe(r.stderr), "")
+	is.True(!strings.Contains(r.stderr, `\n`)) // no escaped line breaks,
+	is.True(!strings.Contains(r.stderr, `\t`)) // nor tabs
+	is.True(strings.Contains(r.stderr, "127.0.0.1:1"))
+	is.True(strings.Contains(r.stderr, "; 127.0.0.1:2")) // each address's error, joined
+}

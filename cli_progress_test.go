@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,35 +47,70 @@ func TestACommandReportsItsProgressAndLog(t *testing.T) {
 	})
 }
 
+// leaseOne opens db, enqueues a job and leases it, as lite work does
+// before it runs the job's command.
+func leaseOne(t *testing.T, db string) (*lite.Queue, *lite.Job) {
+	t.Helper()
+	q, err := lite.Open(t.Context(), db, lite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	if _, err := q.Enqueue(t.Context(), lite.NewJob{Queue: "default", Kind: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"default"}, LockedBy: "test"})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("lease: %d jobs, %v", len(jobs), err)
+	}
+	return q, jobs[0]
+}
+
+// asJobsCommand runs the binary as lite work runs a job's command: with
+// the job's lease and the database in its environment.
+func asJobsCommand(t *testing.T, db string, j *lite.Job) func(args ...string) result {
+	return func(args ...string) result {
+		cmd := exec.CommandContext(t.Context(), liteBin, args...)
+		cmd.Env = append(os.Environ(), "LITE_DB="+db,
+			"LITE_JOB_ID="+strconv.FormatInt(j.ID, 10),
+			"LITE_JOB_GENERATION="+strconv.FormatInt(j.Generation, 10))
+		return runCmd(t, cmd)
+	}
+}
+
+func TestAProgressThatIsNoFractionIsRefusedWithExit2(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "lite.db")
+	q, job := leaseOne(t, db)
+	run := asJobsCommand(t, db, job)
+	for _, value := range []string{"1e400", "-1e400", "1e400%", "NaN", "Inf", "-Inf", "-0.5", "1.5", "150%", "-1%"} {
+		r := run("progress", "--", value)          // -- so that -0.5 is no flag
+		is.Equal(r.code, 2)                        // a usage error
+		is.Equal(strings.Count(r.stderr, "\n"), 1) // of one line
+		is.True(strings.Contains(r.stderr, "a fraction is from 0 to 1"))
+	}
+	j, err := q.Get(t.Context(), job.ID)
+	is.NoErr(err)
+	is.Equal(j.Progress, json.RawMessage(nil))  // none was stored
+	is.Equal(run("progress", "1e-400").code, 0) // too small a float: 0
+}
+
 func TestAStaleRunsProgressIsRefusedWithExit3(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
-		q, err := lite.Open(t.Context(), db, lite.Options{})
-		is.NoErr(err)
-		defer q.Close()
-		_, err = q.Enqueue(t.Context(), lite.NewJob{Queue: "default", Kind: "x"})
-		is.NoErr(err)
-		jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"default"}, LockedBy: "test"})
-		is.NoErr(err)
-		is.Equal(len(jobs), 1)
-		run := func(args ...string) result {
-			cmd := exec.CommandContext(t.Context(), liteBin, args...)
-			cmd.Env = append(os.Environ(), "LITE_DB="+db,
-				"LITE_JOB_ID="+strconv.FormatInt(jobs[0].ID, 10),
-				"LITE_JOB_GENERATION="+strconv.FormatInt(jobs[0].Generation, 10))
-			return runCmd(t, cmd)
-		}
+		q, job := leaseOne(t, db)
+		run := asJobsCommand(t, db, job)
 		is.Equal(run("progress", "0.25").code, 0) // the lease is live
 
-		_, err = q.ReleaseUnowned(t.Context(), jobs[0].ID)
+		_, err := q.ReleaseUnowned(t.Context(), job.ID)
 		is.NoErr(err)
 		for _, args := range [][]string{{"progress", "50%", "stale"}, {"log", "stale line"}} {
 			r := run(args...)
 			is.Equal(r.code, 3)
 			is.True(strings.Contains(r.stderr, "no longer holds the job, so nothing was written"))
 		}
-		j, err := q.Get(t.Context(), jobs[0].ID)
+		j, err := q.Get(t.Context(), job.ID)
 		is.NoErr(err)
 		is.Equal(string(j.Progress), "0.25")
 		is.Equal(len(j.Log), 0)

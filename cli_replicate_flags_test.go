@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,4 +46,29 @@ func enqueueN(t *testing.T, db string, n int) {
 		fmt.Fprintf(&lines, "{\"payload\":\"%d\"}\n", i)
 	}
 	mustLite(t, db, lines.String(), "enqueue", "--file", "-")
+}
+
+func TestAReplicaThatCannotBeWrittenIsRefusedAtStartInOneLine(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "q.db")
+	mustLite(t, db, "", "enqueue", "x")
+	notADir := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(notADir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replica := "file://" + filepath.ToSlash(notADir) + "/replica" // under a file: no one can make it
+	for _, args := range [][]string{
+		{"work", "--exit-when-empty", "--replicate", replica, "--", "true"},
+		{"enqueue", "--replicate", replica, "y"},
+	} {
+		t.Run("lite "+args[0]+" says so alone, before any job", func(t *testing.T) {
+			is := is.New(t)
+			r := runLite(t, db, "", args...)
+			is.Equal(r.code, 1)
+			is.Equal(strings.Count(r.stderr, "\n"), 1) // lite's own line, no log of Litestream's
+			is.True(strings.HasPrefix(r.stderr, "lite: replicate to "+replica+": "))
+			is.Equal(len(listJobs(t, db)), 1) // nothing enqueued, nothing run
+			is.Equal(listJobs(t, db)[0].State, "available")
+		})
+	}
 }

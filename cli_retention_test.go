@@ -37,6 +37,8 @@ func TestRetentionShowsAndSetsTheFilesPolicy(t *testing.T) {
 			{[]string{"--done=-5h"}, `--done "-5h" is not a positive duration`},
 			{[]string{"--done", "1h", "--dead", "7 days"}, `--dead "7 days" is not a duration`}, // the good flag is not stored either
 			{[]string{"--cancelled", "500us"}, `--cancelled "500us" is under a millisecond`},
+			{[]string{"--done", ""}, `--done is empty`}, // --done "$KEEP" with KEEP unset
+			{[]string{"--done", "1h", "--dead="}, `--dead is empty`},
 		} {
 			t.Run(strings.Join(c.args, " ")+" is refused and changes nothing", func(t *testing.T) {
 				is := is.New(t)

@@ -29,13 +29,14 @@ func TestANewFileIsNamedWhenACommandCreatesIt(t *testing.T) {
 		is.Equal(runLite(t, db, "", "enqueue", "x").stderr, "lite: created new database "+db+"\n")
 		is.Equal(runLite(t, db, "", "enqueue", "x").stderr, "") // the file is there now
 	})
-	t.Run("ls and stats refuse a missing file and make none", func(t *testing.T) {
+	t.Run("a command that only reads refuses a missing file and makes none", func(t *testing.T) {
 		is := is.New(t)
 		db := filepath.Join(t.TempDir(), "typo.db")
-		for _, args := range [][]string{{"ls"}, {"stats"}} {
+		for _, args := range [][]string{{"ls"}, {"stats"}, {"show", "1"}, {"workers"}, {"limit", "q"}, {"schedule", "ls"},
+			{"retention"}, {"batch", "1"}, {"result", "1"}, {"wait", "1"}} {
 			r := runLite(t, db, "", args...)
 			is.Equal(r.code, 1)
-			is.True(strings.Contains(r.stderr, "no such file or directory"))
+			is.Equal(r.stderr, "lite: open "+db+": no such file or directory: this command reads a database and creates none (check --db or LITE_DB)\n")
 		}
 		_, err := os.Stat(db)
 		is.True(os.IsNotExist(err))
@@ -188,14 +189,14 @@ func TestEnqueueFileLinesSayWhyTheyAreRefused(t *testing.T) {
 		`{"delay": "5 min"}`:       `"delay" "5 min" is not a duration (90s, 5m, 1h30m, 7d)`,
 		`{"queue": "a"} {}`:        `text after the job's JSON object: give one object per line`,
 		`{"payload": "a", "x": 1}`: `unknown field "x": a line may have queue, kind, payload, priority, delay, run_at, max_attempts, unique_key, tags, meta, after, on_dep_failure, callback, name, after_names, key, expires_in, expires_at`,
-		`{"expires_in": "soon"}`:   `"expires_in" "soon" is not a duration (90s, 5m, 1h30m)`,
+		`{"expires_in": "soon"}`:   `"expires_in" "soon" is not a duration (90s, 5m, 1h30m, 7d)`,
 		`{"expires_at": "monday"}`: `"expires_at" "monday" is not an RFC 3339 time (2026-12-01T21:37:05Z)`,
 	} {
 		t.Run(line+" is refused with its line and reason", func(t *testing.T) {
 			is := is.New(t)
 			db := filepath.Join(t.TempDir(), "lite.db")
 			r := runLite(t, db, "{\"payload\": \"fine\"}\n\n"+line+"\n", "enqueue", "--file", "-")
-			is.Equal(r.code, 1)
+			is.Equal(r.code, 2) // bad input, as a bad flag is
 			is.True(strings.HasSuffix(r.stderr, "lite: enqueue --file -: line 3: "+why+"; nothing was enqueued\n"))
 		})
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/matryer/is"
@@ -43,5 +44,30 @@ func TestWorkersShowsWhoTakesWhatAndWhatNobodyTakes(t *testing.T) {
 		is.True(strings.Contains(text, "no running worker takes"))
 		is.True(strings.Contains(text, "mail"))
 		is.True(strings.Contains(mustLite(t, db, "", "stats"), "ready jobs that no running worker takes: 1 "))
+	})
+}
+
+func TestWorkersShowsHowManyOfEachWorkersSlotsAreBusy(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		mustLite(t, db, "", "enqueue", "-q", "busy", "x")
+		w := startWorker(t, db, nil, "-q", "busy", "-c", "3", "--grace", "200ms", "--", "sleep", "60")
+		var text string
+		eventually(t, "the worker runs the job", func() bool {
+			text = mustLite(t, db, "", "workers")
+			return strings.Contains(text, " 1 of 3 ")
+		})
+		header := strings.Fields(strings.SplitN(text, "\n", 2)[0])
+		is.Equal(header, []string{"WORKER", "QUEUES", "KINDS", "SLOTS", "BUSY", "STARTED", "LAST", "SEEN"})
+		var got struct {
+			Workers []struct {
+				Slots int `json:"slots"`
+			} `json:"workers"`
+		}
+		is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "workers")), &got))
+		is.Equal(got.Workers[0].Slots, 3)
+		is.NoErr(w.Process.Signal(syscall.SIGTERM))
+		is.NoErr(w.Wait())
 	})
 }

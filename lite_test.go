@@ -278,7 +278,7 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			{"a stale-after under a millisecond", db, "", []string{"work", "--heartbeat", "100us", "--stale-after", "300us", "--", "true"}, 2, "millisecond"},
 			{"cancelling a finished job", done, "", []string{"cancel", "1"}, 1, "lite: cancel job 1: invalid job state: it is done, not blocked, available or running\n"},
 			{"a payload over the cap", db, strings.Repeat("x", 1<<20+1), []string{"enqueue", "-"}, 1, "too large"},
-			{"a NUL in a kind", db, `{"kind":"a\u0000b"}` + "\n", []string{"enqueue", "--file", "-"}, 1, "control character"},
+			{"a NUL in a kind", db, `{"kind":"a\u0000b"}` + "\n", []string{"enqueue", "--file", "-"}, 2, "control character"},
 			{"an escape in a queue", db, "", []string{"enqueue", "-q", "mail\x1b[2J", "x"}, 2, "lite: enqueue: --queue \"mail\\x1b[2J\" contains a control character\n"},
 			{"an escape in a kind filter", db, "", []string{"ls", "-k", "a\x1b[2J"}, 2, "--kind \"a\\x1b[2J\" contains a control character"},
 			{"an escape in a schedule's kind", db, "", []string{"schedule", "add", "n", "@hourly", "-k", "a\x1b[2J"}, 2, "control character"},
@@ -289,9 +289,12 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			{"an empty kind filter to cancel", db, "", []string{"cancel", "-k", ""}, 2, "lite: cancel: --kind is empty"},
 			{"a duration of no unit", db, "", []string{"purge", "-s", "done", "--older-than", "7"}, 2, `--older-than: "7" is not a duration`},
 			{"a duration past 290 years", db, "", []string{"purge", "-s", "done", "--older-than", "106752d"}, 2, `is too long: at most 106751d`},
-			{"a bad line in an enqueue file", db, "\n{\"payload\":\"a\"}\n{oops\n", []string{"enqueue", "--file", "-"}, 1, "line 3: "},
+			{"a bad line in an enqueue file", db, "\n{\"payload\":\"a\"}\n{oops\n", []string{"enqueue", "--file", "-"}, 2, "line 3: "},
 			{"an empty db path", "", "", []string{"ls"}, 2, "--db (or LITE_DB) is empty"},
 			{"a bench of no runs", db, "", []string{"bench", "--runs", "0"}, 2, "--runs 0: must be at least 1"},
+			{"a negative max attempts", db, "", []string{"enqueue", "--max-attempts=-1", "x"}, 2, "lite: enqueue: --max-attempts -1 is negative"},
+			{"a negative max attempts on a schedule", db, "", []string{"schedule", "add", "n", "@hourly", "-k", "k", "--max-attempts=-1"}, 2, "--max-attempts -1 is negative"},
+			{"a page before job 0", db, "", []string{"ls", "--before", "0"}, 2, "lite: ls: --before 0 is no job id"},
 		}
 		if e.name == "sqlite" {
 			// A path that names no lite database: SQLite's own refusals.

@@ -152,10 +152,18 @@ func noCommandHint(err error) error {
 // out of the parser without calling os.Exit.
 type exitRequest int
 
-// createsFile lists the commands that may make a new database, saying so
-// on stderr; the others refuse a missing file rather than create an empty
-// one.
-var createsFile = map[string]bool{"enqueue": true, "work": true, "serve": true, "schedule add": true, "pause": true, "limit": true, "declare": true}
+// createsFile says whether command may make a new database, saying so on
+// stderr: the commands that write, and lite limit when it sets a limit.
+// The others refuse a missing file rather than create an empty one.
+func (cli *root) createsFile(command string) bool {
+	switch command {
+	case "enqueue", "work", "serve", "schedule add", "pause", "declare":
+		return true
+	case "limit":
+		return cli.Limit.sets()
+	}
+	return false
+}
 
 // dbMapper reads a database flag: a file path is made absolute, as kong's
 // path type makes it, and a server URL is kept as it is, which the path
@@ -198,6 +206,8 @@ func checkDB(path string, mayCreate bool) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && mayCreate:
 		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("open %s: no such file or directory: this command reads a database and creates none (check --db or LITE_DB)", path)
 	case err != nil:
 		return fmt.Errorf("open %s: %w", path, err)
 	case !info.Mode().IsRegular():
@@ -263,7 +273,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(env, &cli.globals),
 		kong.BindToProvider(func() (*lite.Queue, error) {
-			if err := checkDB(cli.DB, createsFile[command]); err != nil {
+			if err := checkDB(cli.DB, cli.createsFile(command)); err != nil {
 				return nil, err
 			}
 			_, missing := os.Stat(cli.DB)
@@ -283,7 +293,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 	// An error may echo a job's queue, kind or key, a line of a file or an
 	// argument: whatever it returns must be safe to print.
 	defer func() {
-		if err != nil && escapeLine(err.Error()) != err.Error() {
+		if err != nil && (terminalSafe{err}).Error() != err.Error() {
 			err = terminalSafe{err}
 		}
 	}()

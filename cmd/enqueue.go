@@ -70,10 +70,10 @@ type jsonLine struct {
 	ExpiresAt   string            `json:"expires_at"`
 }
 
-// Validate refuses a queue, kind, tag or key no job can have, and reads
-// --at.
+// Validate refuses a queue, kind, tag, attempts or key no job can have,
+// and reads --at.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
-	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkKey(kctx, c.Key), c.checkFollows(kctx), c.check()); err != nil {
+	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkMaxAttempts(c.MaxAttempts), checkKey(kctx, c.Key), c.checkFollows(kctx), c.check()); err != nil {
 		return err
 	}
 	if c.At != "" || flagGiven(kctx, "at") { // --at "$WHEN" with WHEN unset is no time, not now
@@ -338,6 +338,10 @@ func culprit(ctx context.Context, q *lite.Queue, batch []lite.NewJob, batchErr e
 	return -1, nil
 }
 
+// enqueueFile reads the file twice: first to check every line, so that a
+// bad line anywhere leaves nothing of the file stored (a usage error),
+// then to enqueue it in batches of enqueueBatchSize, each committed on
+// its own so that workers keep running while a large file goes in.
 func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	in := env.Stdin
 	if c.File != "-" {
@@ -348,38 +352,46 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 		defer f.Close()
 		in = f
 	}
+	twice, err := readTwice(in)
+	if err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	defer twice.close()
 	progress := newProgress(env.Stderr, inputSize(in))
 	defer progress.done()
 	f := &fileEnqueue{name: c.File}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 2*lite.DefaultMaxPayloadBytes+4096)
-	line := 0
-	for sc.Scan() {
-		line++
-		progress.read(len(sc.Bytes()) + 1)
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
+	err = c.eachLine(twice.first, f, progress, func(line int, step lite.Step) error {
+		if err := q.CheckJob(step.Job); err != nil {
+			return f.fail(fmt.Sprintf("line %d", line), line, usageError{err})
 		}
-		step, err := c.parseLine([]byte(text))
-		if err != nil {
-			return f.fail(fmt.Sprintf("line %d", line), line, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	again, err := twice.again()
+	if err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	progress.again()
+	err = c.eachLine(again, f, progress, func(line int, step lite.Step) error {
 		f.batch, f.lines = append(f.batch, step.Job), append(f.lines, line)
 		if step.Name != "" || len(step.After) > 0 {
 			f.workflow = true
 		}
 		f.steps = append(f.steps, step)
-		if len(f.batch) == enqueueBatchSize && !f.workflow && c.Batch == "" {
-			f.steps = f.steps[:0]
-			if err := f.flush(ctx, q); err != nil {
-				return err
-			}
-			progress.committed(f.added + f.duplicates)
+		if len(f.batch) < enqueueBatchSize || f.workflow || c.Batch != "" {
+			return nil
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return f.fail(fmt.Sprintf("line %d", line+1), line+1, err)
+		f.steps = f.steps[:0]
+		if err := f.flush(ctx, q); err != nil {
+			return err
+		}
+		progress.committed(f.added + f.duplicates)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if f.workflow || c.Batch != "" {
 		return c.enqueueWorkflow(ctx, env, g, q, f)
@@ -394,8 +406,78 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 			Duplicates int `json:"duplicates"`
 		}{f.added, f.duplicates})
 	}
-	_, err := fmt.Fprintf(env.Stdout, "enqueued %d jobs (%d duplicates skipped)\n", f.added, f.duplicates)
+	_, err = fmt.Fprintf(env.Stdout, "enqueued %d jobs (%d duplicates skipped)\n", f.added, f.duplicates)
 	return err
+}
+
+// eachLine calls fn with each job of r and the number of its line, and
+// words a line that does not read as a job (a usage error) with f.fail.
+func (c *enqueueCmd) eachLine(r io.Reader, f *fileEnqueue, progress *progress, fn func(line int, step lite.Step) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 2*lite.DefaultMaxPayloadBytes+4096)
+	line := 0
+	for sc.Scan() {
+		line++
+		progress.read(len(sc.Bytes()) + 1)
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		step, err := c.parseLine(text)
+		if err != nil {
+			return f.fail(fmt.Sprintf("line %d", line), line, usageError{err})
+		}
+		if err := fn(line, step); err != nil {
+			return err
+		}
+	}
+	err := sc.Err()
+	if errors.Is(err, bufio.ErrTooLong) {
+		err = usageError{err}
+	}
+	if err != nil {
+		return f.fail(fmt.Sprintf("line %d", line+1), line+1, err)
+	}
+	return nil
+}
+
+// twoReadings is an input read twice, from the same offset each time.
+type twoReadings struct {
+	first io.Reader
+	file  *os.File // what the second reading reads, from start
+	start int64
+	temp  bool // file is a copy of the input, removed by close
+}
+
+// readTwice makes in readable twice: a regular file is read again from
+// where the first reading starts, anything else (a pipe) is copied as it
+// is first read into a temporary file, which the second reading reads.
+func readTwice(in io.Reader) (*twoReadings, error) {
+	if f, ok := in.(*os.File); ok && inputSize(f) >= 0 {
+		start, err := f.Seek(0, io.SeekCurrent)
+		return &twoReadings{first: f, file: f, start: start}, err
+	}
+	tmp, err := os.CreateTemp("", "lite-enqueue-*.jsonl")
+	if err != nil {
+		return nil, err
+	}
+	return &twoReadings{first: io.TeeReader(in, tmp), file: tmp, temp: true}, nil
+}
+
+// again is the input for its second reading.
+func (t *twoReadings) again() (io.Reader, error) {
+	if _, err := t.file.Seek(t.start, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return t.file, nil
+}
+
+// close removes the copy, if there is one.
+func (t *twoReadings) close() {
+	if t.temp {
+		t.file.Close()
+		os.Remove(t.file.Name())
+	}
 }
 
 // inputSize is the size of a regular file's bytes, or -1 for a pipe or a
@@ -487,9 +569,9 @@ func callback(kind string) *lite.Callback {
 func (c *enqueueCmd) lineExpiry(j *lite.NewJob, l jsonLine) error {
 	switch {
 	case l.ExpiresIn != "":
-		d, err := time.ParseDuration(l.ExpiresIn)
+		d, err := parseDuration(l.ExpiresIn)
 		if err != nil {
-			return fmt.Errorf(`"expires_in" %q is not a duration (90s, 5m, 1h30m)`, l.ExpiresIn)
+			return fmt.Errorf(`"expires_in" %q is not a duration (90s, 5m, 1h30m, 7d)`, l.ExpiresIn)
 		}
 		j.ExpiresIn = d
 	case l.ExpiresAt != "":

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -91,9 +92,27 @@ func escapeJSON(b []byte) []byte {
 	return out
 }
 
-// terminalSafe is an error whose message went through escapeLine; it
-// still unwraps to the error it escapes.
+// lineBreak is a line break in an error message, with the colon that may
+// end the line before it and the indent of the line after it.
+var lineBreak = regexp.MustCompile(`(:?)\n[\t ]*`)
+
+// oneLine joins the lines of an error message into one: errors.Join puts
+// each error on a line of its own, and pgx a connection error's every
+// address on an indented one ("failed to connect to `user=ada
+// database=app`: 127.0.0.1:5432: dial error: ...; [::1]:5432: dial
+// error: ..."). Every other control character is left to escapeLine.
+func oneLine(s string) string {
+	return lineBreak.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.HasPrefix(m, ":") {
+			return ": "
+		}
+		return "; "
+	})
+}
+
+// terminalSafe is an error whose message went through oneLine and
+// escapeLine; it still unwraps to the error it escapes.
 type terminalSafe struct{ err error }
 
-func (e terminalSafe) Error() string { return escapeLine(e.err.Error()) }
+func (e terminalSafe) Error() string { return escapeLine(oneLine(e.err.Error())) }
 func (e terminalSafe) Unwrap() error { return e.err }

@@ -3,10 +3,13 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/matryer/is"
 )
 
 // rawRune is the first rune of s that a terminal could act on, or -1.
@@ -46,6 +49,9 @@ func FuzzEscaping(f *testing.F) {
 		if line := escapeLine(s); rawRune(line) != -1 || strings.Contains(line, "\n") {
 			t.Fatalf("escapeLine(%q) = %q is not one safe line", s, line)
 		}
+		if line := (terminalSafe{errors.New(s)}).Error(); rawRune(line) != -1 || strings.Contains(line, "\n") {
+			t.Fatalf("an error %q prints as %q, not one safe line", s, line)
+		}
 		var b bytes.Buffer
 		if err := writeJSON(&b, map[string]string{"s": s}); err != nil {
 			t.Fatal(err)
@@ -59,5 +65,18 @@ func FuzzEscaping(f *testing.F) {
 		if err := json.Unmarshal(b.Bytes(), &back); err != nil || back["s"] != string([]rune(s)) {
 			t.Fatalf("writeJSON(%q) = %q decodes to %q, %v", s, b.String(), back["s"], err)
 		}
+	})
+}
+
+func TestAnErrorOnIndentedLinesPrintsOnOneReadableLine(t *testing.T) {
+	t.Run("a connection error of pgx joins its addresses with semicolons", func(t *testing.T) {
+		is := is.New(t)
+		err := errors.New("open: failed to connect to `user=ada database=app`:\n\t127.0.0.1:1 (127.0.0.1): dial error: connection refused\n\t127.0.0.1:2 (127.0.0.1): dial error: connection refused")
+		is.Equal(terminalSafe{err}.Error(), "open: failed to connect to `user=ada database=app`: 127.0.0.1:1 (127.0.0.1): dial error: connection refused; 127.0.0.1:2 (127.0.0.1): dial error: connection refused")
+	})
+	t.Run("joined errors read as one line, other control characters still escaped", func(t *testing.T) {
+		is := is.New(t)
+		err := errors.Join(errors.New("kind evil\x1b[2J"), errors.New("next:\n\t\x07"))
+		is.Equal(terminalSafe{err}.Error(), `kind evil\x1b[2J; next: \a`)
 	})
 }

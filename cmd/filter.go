@@ -29,6 +29,14 @@ func checkKey(kctx *kong.Context, key string) error {
 	return checkName("key", key)
 }
 
+// checkMaxAttempts refuses a negative --max-attempts, as a usage error.
+func checkMaxAttempts(n int) error {
+	if n < 0 {
+		return usagef("--max-attempts %d is negative: give at least 1, or leave it out for %d", n, lite.DefaultMaxAttempts)
+	}
+	return nil
+}
+
 // checkTags refuses a --tag that no job can carry.
 func checkTags(tags []string) error {
 	for _, t := range tags {

@@ -62,6 +62,11 @@ func (r *rate) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// sets says whether a flag sets a limit: with none, lite limit only reads.
+func (c *limitCmd) sets() bool {
+	return c.MaxRunning != nil || c.Rate != nil || c.PerKey != nil || c.Sequence != nil
+}
+
 // Run changes the limits the flags give and keeps the others, then prints
 // the queue's limits and who set them (hand, or code:OWNER for a
 // program's Declaration). With no flag it only prints them.
@@ -76,7 +81,7 @@ func (c *limitCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) 
 	if err != nil {
 		return err
 	}
-	if c.MaxRunning != nil || c.Rate != nil || c.PerKey != nil || c.Sequence != nil {
+	if c.sets() {
 		if c.MaxRunning != nil {
 			l.MaxRunning = *c.MaxRunning
 		}

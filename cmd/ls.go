@@ -26,9 +26,14 @@ type lsCmd struct {
 	Limit       int          `short:"n" default:"50" help:"At most this many jobs."`
 }
 
-// Validate refuses an empty filter value, which would list every job, and
-// a queue, kind or tag no job can have.
+// Validate refuses an empty filter value, which would list every job, a
+// queue, kind or tag no job can have, and --before 0: the library reads
+// a zero as no page at all, and would list the newest jobs rather than
+// none.
 func (c *lsCmd) Validate(kctx *kong.Context) error {
+	if c.Before == 0 && flagGiven(kctx, "before") {
+		return usagef("--before 0 is no job id: ids start at 1; leave --before out for the newest page")
+	}
 	return jobFilter{states: c.State, queue: c.Queue, kind: c.Kind, tags: c.Tag}.check(kctx)
 }
 

@@ -10,8 +10,8 @@ import (
 	"golang.org/x/term"
 )
 
-// progress shows how far enqueue --file is through its input, only on a
-// terminal: a bar of the bytes read when the input's size is known (a
+// progress shows how far enqueue --file is through its input (once
+// through to check it, and again to enqueue it), only on a terminal: a bar of the bytes read when the input's size is known (a
 // file), a spinner with the bytes read when not (a pipe), each with the
 // jobs committed so far. Anywhere else it shows nothing, and the final
 // count is the one line enqueue prints.
@@ -42,6 +42,14 @@ func newProgress(w io.Writer, size int64) *progress {
 func (p *progress) read(n int) {
 	if p.bar != nil {
 		_ = p.bar.Add(n)
+	}
+}
+
+// again starts the bar over for the input's second reading, the one that
+// enqueues it, after the first has checked every line.
+func (p *progress) again() {
+	if p.bar != nil {
+		p.bar.Reset()
 	}
 }
 

@@ -144,22 +144,33 @@ func runLease() (lite.Lease, error) {
 	return lite.Lease{JobID: id, Generation: gen}, nil
 }
 
-// progressValue reads 40% or 0.4 as a fraction, anything else as JSON.
+// progressValue reads 40% or 0.4 as a fraction, anything else as JSON. A
+// number out of a float's range (1e400) is a number too, and no fraction,
+// not JSON to store as it is.
 func progressValue(s string) (json.RawMessage, error) {
 	if pct, ok := strings.CutSuffix(s, "%"); ok {
 		f, err := strconv.ParseFloat(pct, 64)
-		if err != nil {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return nil, fmt.Errorf("%s is not a percentage", safe(s))
 		}
-		return lite.Fraction(f / 100)
+		return fraction(s, f/100)
 	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return lite.Fraction(f)
+	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		return fraction(s, f)
 	}
 	if !json.Valid([]byte(s)) {
 		return nil, fmt.Errorf("%s is neither a percentage, a fraction nor JSON", safe(s))
 	}
 	return json.RawMessage(s), nil
+}
+
+// fraction is f, read from s, as a fraction, or why it is none.
+func fraction(s string, f float64) (json.RawMessage, error) {
+	v, err := lite.Fraction(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s is out of range: a fraction is from 0 to 1, a percentage from 0%% to 100%%", safe(s))
+	}
+	return v, nil
 }
 
 // progressText is a job's progress for a table: a fraction as a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 )
 
@@ -14,6 +15,17 @@ type retentionCmd struct {
 	Done      string `help:"Keep done jobs this long: 36h, 7d, forever, or default."`
 	Cancelled string `help:"Keep cancelled jobs this long: 36h, 7d, forever, or default."`
 	Dead      string `help:"Keep dead jobs this long: 36h, 7d, forever, or default."`
+}
+
+// Validate refuses a state's flag given empty (--done "$KEEP" with KEEP
+// unset), which would pass for no flag and change nothing.
+func (c *retentionCmd) Validate(kctx *kong.Context) error {
+	for _, f := range []struct{ flag, value string }{{"done", c.Done}, {"cancelled", c.Cancelled}, {"dead", c.Dead}} {
+		if f.value == "" && flagGiven(kctx, f.flag) {
+			return usagef("--%s is empty: give a duration (36h, 7d), forever or default", f.flag)
+		}
+	}
+	return nil
 }
 
 // Run sets the states given, keeping the others as the database has them,

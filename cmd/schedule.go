@@ -36,9 +36,9 @@ type scheduleAddCmd struct {
 	UniqueKey   string `help:"Skip a tick while an unfinished job holds this key in the queue: runs never overlap."`
 }
 
-// Validate refuses a queue or kind no job can have.
+// Validate refuses a queue, kind or attempts no job can have.
 func (c *scheduleAddCmd) Validate() error {
-	return cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind))
+	return cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkMaxAttempts(c.MaxAttempts))
 }
 
 // Run stores the schedule and prints its next run (--json: the schedule).

@@ -231,7 +231,6 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Que
 	if err != nil {
 		return usageError{fmt.Errorf("work: %w", err)}
 	}
-	c.logStart(log, g.DB)
 	stopLog := context.AfterFunc(ctx, func() {
 		log.Info("lite: shutting down: running commands may finish within the grace; a second request (another signal, or the same one a second later) stops them at once",
 			"grace", c.Grace)
@@ -245,7 +244,13 @@ func (c *workerFlags) work(ctx context.Context, env Env, g *globals, q *lite.Que
 	for _, kind := range c.Kind {
 		w.Handle(kind, h) // the worker then leases these kinds alone
 	}
-	if err := c.run(g, log, func() error { return w.Run(ctx) }); err != nil {
+	// Said once replication (--replicate) has started: a replica it
+	// cannot write to is refused in one line, alone.
+	err = c.run(g, log, func() error {
+		c.logStart(log, g.DB)
+		return w.Run(ctx)
+	})
+	if err != nil {
 		return err
 	}
 	select {

@@ -429,6 +429,18 @@ func (q *Queue) validateBatch(jobs []NewJob) ([]jobRow, error) {
 	return rows, nil
 }
 
+// CheckJob says why Enqueue would refuse j, or nil, without touching the
+// database: the checks of names, sizes, times, the dependency policy and
+// the callback that Enqueue makes before it writes. What only the
+// database can say (a job j depends on that does not exist) is left to
+// Enqueue, and enqueue middleware does not run. A program that must
+// store all of many jobs or none, in more than one transaction, checks
+// each first.
+func (q *Queue) CheckJob(j NewJob) error {
+	_, err := q.validate(j)
+	return err
+}
+
 // insertFollowing inserts one validated job on c, inside a transaction,
 // with what it waits for and calls back.
 func (q *Queue) insertFollowing(ctx context.Context, c conn, r jobRow) (int64, error) {

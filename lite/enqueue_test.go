@@ -244,6 +244,28 @@ func kinds(tb testing.TB, q *lite.Queue) []string {
 	return out
 }
 
+func TestCheckJob(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		q, _ := e.mustOpen(t, newFakeClock())
+		t.Run("a job Enqueue would refuse is refused with its reason, and nothing is written", func(t *testing.T) {
+			is := is.New(t)
+			for _, j := range []lite.NewJob{{Queue: "mail\x1b[2J"}, {Kind: "a\x00b"}, {MaxAttempts: -1}, {Delay: -time.Second},
+				{Payload: make([]byte, lite.DefaultMaxPayloadBytes+1)}} {
+				err := q.CheckJob(j)
+				is.True(err != nil)
+				_, enqueueErr := q.Enqueue(t.Context(), j)
+				is.True(strings.HasSuffix(enqueueErr.Error(), err.Error())) // the reason Enqueue gives
+			}
+			is.Equal(countJobs(t, q), 0)
+		})
+		t.Run("a job Enqueue takes passes, and is not stored by the check", func(t *testing.T) {
+			is := is.New(t)
+			is.NoErr(q.CheckJob(lite.NewJob{Queue: "mail", Kind: "welcome", Payload: []byte("hi"), Tags: []string{"a"}}))
+			is.Equal(countJobs(t, q), 0)
+		})
+	})
+}
+
 func TestEnqueueTx(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		t.Run("a job exists if and only if the caller's transaction commits", func(t *testing.T) {

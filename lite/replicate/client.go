@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 
 	"github.com/benbjohnson/litestream"
 	"github.com/benbjohnson/litestream/file"
@@ -55,6 +56,32 @@ func sftpClient(u *url.URL) (litestream.ReplicaClient, error) {
 	c.KeyPath = q.Get("key")
 	c.HostKey = string(hostKey)
 	return c, nil
+}
+
+// writable makes sure that a file replica's directory can be written
+// before Litestream starts, so that Start refuses it in one error: a
+// file client's Init checks nothing, and Litestream would find out at its
+// first sync, in log lines and retries. The directory is made as
+// Litestream makes it, with the mode of the database's own. An SFTP
+// client connects in Init, which Start runs.
+func writable(client litestream.ReplicaClient, dbPath string) error {
+	c, ok := client.(*file.ReplicaClient)
+	if !ok {
+		return nil
+	}
+	mode := os.FileMode(0o700)
+	if info, err := os.Stat(filepath.Dir(dbPath)); err == nil {
+		mode = info.Mode().Perm()
+	}
+	if err := os.MkdirAll(c.Path(), mode); err != nil {
+		return err
+	}
+	probe, err := os.CreateTemp(c.Path(), ".lite-probe-*")
+	if err != nil {
+		return err
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // CheckURL returns the error Start and Restore would return for a replica

@@ -65,6 +65,9 @@ type Replicator struct {
 	stop   chan struct{}
 	done   chan struct{}
 	err    error // what the replication ended with, set before done closes
+	// failedToStart says that err is what Start returned, for its caller
+	// to report.
+	failedToStart bool
 
 	mu      sync.Mutex
 	db      *litestream.DB // while this process replicates
@@ -90,6 +93,9 @@ func Start(path, url string, opts Options) (*Replicator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replicate: %w", err)
 	}
+	if err := writable(client, path); err != nil {
+		return nil, fmt.Errorf("replicate to %s: %w", Redact(url), err)
+	}
 	if opts.SyncInterval <= 0 {
 		opts.SyncInterval = litestream.DefaultSyncInterval
 	}
@@ -104,7 +110,7 @@ func Start(path, url string, opts Options) (*Replicator, error) {
 	go func() {
 		defer close(r.done)
 		r.err = r.run(started)
-		if r.err != nil {
+		if r.err != nil && !r.failedToStart {
 			opts.Logger.Error("lite: replication stopped", "err", r.err)
 		}
 	}()
@@ -125,6 +131,7 @@ func (r *Replicator) run(started chan<- error) (err error) {
 	defer func() {
 		select {
 		case started <- err:
+			r.failedToStart = err != nil // Start returns it: no log line too
 		default:
 		}
 	}()

@@ -130,6 +130,24 @@ func TestQueueFlowPages(t *testing.T) {
 			is.True(strings.Contains(get(h, "/live").Body.String(), "max 3 running"))
 		})
 
+		t.Run("the overview shows who set each queue's limits", func(t *testing.T) {
+			is := is.New(t)
+			_, err := q.Declare(t.Context(), lite.Declaration{Owner: "billing-app", Limits: map[string]lite.Limits{"invoices": {MaxRunning: 2}}})
+			is.NoErr(err)
+			defer func() {
+				_, err := q.Declare(t.Context(), lite.Declaration{Owner: "billing-app"}) // lifts them again
+				is.NoErr(err)
+			}()
+			body := get(h, "/").Body.String()
+			row := func(queue string) string {
+				r := body[strings.Index(body, `<tr data-queue="`+queue+`">`):]
+				return r[:strings.Index(r, "</tr>")]
+			}
+			is.True(strings.Contains(row("invoices"), `<span class="owner" title="who set the limits">code:billing-app</span>`))
+			is.True(strings.Contains(row("reports"), `<span class="owner" title="who set the limits">hand</span>`))
+			is.True(!strings.Contains(row("emails"), `class="owner"`)) // no limits, no owner
+		})
+
 		t.Run("pausing asks first, then posts the queue's name", func(t *testing.T) {
 			is := is.New(t)
 			w := get(h, "/queues/confirm?queue=emails&action=pause")

@@ -201,12 +201,18 @@ type queueRow struct {
 	Chart       chart
 	Paused      bool
 	Limits      lite.Limits
+	// LimitsOwner is who set Limits: "" by hand, or a Declaration's Owner.
+	LimitsOwner string
 	Actions     []namedAction
 	Admin       bool
 	// Totals are the queue's outcomes ever, from the counters that
 	// retention never lowers.
 	Totals lite.Counters
 }
+
+// HasLimits says whether the queue has a limit, and so an owner of its
+// limits to show.
+func (r queueRow) HasLimits() bool { return r.Limits != (lite.Limits{}) }
 
 // stateCount is a number of a queue's jobs in a state, linked to them.
 type stateCount struct {
@@ -265,7 +271,7 @@ func queueRows(backlog []lite.QueueStats, charts map[string]chart) []queueRow {
 	rows := make([]queueRow, 0, len(byQueue))
 	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
 		b, c := byQueue[q], charts[q]
-		rows = append(rows, queueRow{Queue: q, OldestReady: b.OldestReady, Chart: c, Paused: b.Paused, Limits: b.Limits, Counts: []stateCount{
+		rows = append(rows, queueRow{Queue: q, OldestReady: b.OldestReady, Chart: c, Paused: b.Paused, Limits: b.Limits, LimitsOwner: b.LimitsOwner, Counts: []stateCount{
 			{lite.StateAvailable, b.Counts[lite.StateAvailable]},
 			{lite.StateRunning, b.Counts[lite.StateRunning]},
 			{lite.StateDone, c.Done},
