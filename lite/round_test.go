@@ -269,14 +269,9 @@ func TestARoundsPlainAcksKeepEachItsOwnResult(t *testing.T) {
 	clock := newFakeClock()
 	q, _ := mustOpen(t, clock)
 	const n = 8
-	for range n {
-		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
-	}
-	jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"q"}, Max: n})
-	is.NoErr(err)
-	is.Equal(len(jobs), n)
+	jobs := mustLeaseNew(t, q, n)
 	stale := jobs[2].Lease() // its job is released and leased again: the successor's
-	_, err = q.ReleaseUnowned(ctx, stale.JobID)
+	_, err := q.ReleaseUnowned(ctx, stale.JobID)
 	is.NoErr(err)
 	successor := mustLeaseOne(t, q, "q")
 	is.Equal(successor.ID, stale.JobID)
@@ -317,17 +312,12 @@ func TestAnAckThatATriggerRefusesFailsAloneInItsRound(t *testing.T) {
 	ctx := t.Context()
 	q, _ := mustOpen(t, newFakeClock())
 	const n = 4
-	for range n {
-		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
-	}
-	jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"q"}, Max: n})
-	is.NoErr(err)
-	is.Equal(len(jobs), n)
+	jobs := mustLeaseNew(t, q, n)
 	refused := jobs[1].ID
 	// Prepared before the round is held, which preparing would wait for.
 	is.True(errors.Is(q.AckDone(ctx, lite.Lease{JobID: jobs[n-1].ID + 1}, nil), lite.ErrLeaseLost))
 	// An app's own trigger on the jobs table that refuses one job's end.
-	_, err = q.DB().ExecContext(ctx, `create trigger app_refuses after update of state on lite_jobs
+	_, err := q.DB().ExecContext(ctx, `create trigger app_refuses after update of state on lite_jobs
 when new.id = `+strconv.FormatInt(refused, 10)+` and new.state = 'done'
 begin select raise(abort, 'the app refused'); end`)
 	is.NoErr(err)
@@ -348,4 +338,17 @@ begin select raise(abort, 'the app refused'); end`)
 		is.NoErr(results[i])
 		is.Equal(got.State, lite.StateDone)
 	}
+}
+
+// mustLeaseNew enqueues n jobs to queue q and leases them all.
+func mustLeaseNew(t *testing.T, q *lite.Queue, n int) []*lite.Job {
+	t.Helper()
+	for range n {
+		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	}
+	jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"q"}, Max: n})
+	if err != nil || len(jobs) != n {
+		t.Fatalf("lease %d: %d jobs, %v", n, len(jobs), err)
+	}
+	return jobs
 }
