@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,7 +62,8 @@ func (q *Queue) AckDone(ctx context.Context, l Lease, result []byte) error {
 	if err := q.checkResult(l, result); err != nil {
 		return fmt.Errorf("ack done: %w", err)
 	}
-	err := q.write(ctx, q.sql(ackDoneSQL), func(c conn) error { return q.ackDone(ctx, c, l, result) })
+	err := q.writeItem(q.sql(ackDoneSQL), &roundItem{ctx: ctx, ack: &Done{Lease: l, Result: result},
+		fn: func(c conn) error { return q.ackDone(ctx, c, l, result) }})
 	if err != nil {
 		return fmt.Errorf("ack done: %w", q.explainLoss(ctx, classify(err), l))
 	}
@@ -121,15 +123,33 @@ returning lite_jobs.id, lite_jobs.generation`
 // made one after another: a lease listed twice is acked by its first
 // entry, and a later entry gets ErrLeaseLost, as a second AckDone would.
 func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
+	var results []error
+	err := q.write(ctx, q.sql(ackDoneManySQL), func(c conn) (err error) {
+		results, err = q.acksOn(ctx, c, acks)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ack done: %w", classify(err))
+	}
+	if slices.Contains(results, nil) {
+		q.finishedSome()
+	}
+	return results, nil
+}
+
+// acksOn runs ackDoneManySQL on c for acks, with AckDoneMany's results:
+// a writer's round (see ackRound) runs it for the plain done-acks it
+// gathered.
+func (q *Queue) acksOn(ctx context.Context, c conn, acks []Done) ([]error, error) {
 	results, encoded, err := q.ackList(acks)
 	if err != nil {
-		return nil, fmt.Errorf("ack done: %w", err)
+		return nil, err
 	}
-	acked, err := q.matched(ctx, q.sql(ackDoneManySQL), func() []any { return []any{q.nowMillis(), encoded} })
+	acked, err := matchedOn(ctx, c, q.sql(ackDoneManySQL), q.nowOn(c).UnixMilli(), encoded)
 	if err != nil {
-		return nil, fmt.Errorf("ack done: %w", err)
+		return nil, err
 	}
-	return q.ackedResults(acks, results, acked), nil
+	return lostUnlessAcked(acks, results, acked), nil
 }
 
 // ackList checks a list of done-acks and encodes those that go to the
@@ -162,12 +182,9 @@ func (q *Queue) ackList(acks []Done) (results []error, encoded string, err error
 	return results, string(b), err
 }
 
-// ackedResults completes results with ErrLeaseLost for each ack sent
+// lostUnlessAcked completes results with ErrLeaseLost for each ack sent
 // whose guard matched no row: its pair is not among those acked returned.
-func (q *Queue) ackedResults(acks []Done, results []error, acked map[[2]int64]bool) []error {
-	if len(acked) > 0 {
-		q.finishedSome()
-	}
+func lostUnlessAcked(acks []Done, results []error, acked map[[2]int64]bool) []error {
 	for i, a := range acks {
 		if results[i] == nil && !acked[[2]int64{a.Lease.JobID, a.Lease.Generation}] {
 			results[i] = leaseLost(a.Lease)

@@ -117,11 +117,11 @@ func AckAndLease(ctx context.Context, q *Queue, acks []Done, req LeaseRequest) (
 // how many are waiting; release lets the held round commit.
 func HoldRounds(q *Queue) (waiting func() int, release func()) {
 	running, hold := make(chan struct{}), make(chan struct{})
-	go q.rounds.do(context.Background(), func(conn) error {
+	go q.rounds.do(&roundItem{ctx: context.Background(), fn: func(conn) error {
 		close(running)
 		<-hold
 		return nil
-	}, false)
+	}})
 	<-running
 	return func() int { return len(q.rounds.reqs) }, func() { close(hold) }
 }

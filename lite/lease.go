@@ -633,27 +633,33 @@ func (q *Queue) Renew(ctx context.Context, leases []Lease) ([]error, error) {
 // matched runs a fenced statement over a list of leases and returns the
 // (id, generation) pairs it returned: the leases whose guard held. args
 // gives its arguments once its lock is held (see write).
-func (q *Queue) matched(ctx context.Context, query string, args func() []any) (map[[2]int64]bool, error) {
-	held := map[[2]int64]bool{}
-	err := q.write(ctx, query, func(c conn) error {
-		rows, err := c.QueryContext(ctx, query, args()...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var pair [2]int64
-			if err := rows.Scan(&pair[0], &pair[1]); err != nil {
-				rows.Close()
-				return err
-			}
-			held[pair] = true
-		}
-		return errors.Join(rows.Err(), rows.Close())
+func (q *Queue) matched(ctx context.Context, query string, args func() []any) (held map[[2]int64]bool, err error) {
+	err = q.write(ctx, query, func(c conn) (err error) {
+		held, err = matchedOn(ctx, c, query, args()...)
+		return err
 	})
 	if err != nil {
 		return nil, classify(err)
 	}
 	return held, nil
+}
+
+// matchedOn runs matched's statement on c and reads the pairs it returns.
+func matchedOn(ctx context.Context, c conn, query string, args ...any) (map[[2]int64]bool, error) {
+	rows, err := c.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	held := map[[2]int64]bool{}
+	for rows.Next() {
+		var pair [2]int64
+		if err := rows.Scan(&pair[0], &pair[1]); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		held[pair] = true
+	}
+	return held, errors.Join(rows.Err(), rows.Close())
 }
 
 // flowCTE is what each queue with settings lets a lease take now, for

@@ -522,6 +522,12 @@ func (q *Queue) write(ctx context.Context, query string, fn func(c conn) error) 
 // writeIn is write, for a lease when unsynced is set: a round of leases
 // alone may commit without a sync (see leaseWithoutSync).
 func (q *Queue) writeIn(ctx context.Context, query string, unsynced bool, fn func(c conn) error) error {
+	return q.writeItem(query, &roundItem{ctx: ctx, fn: fn, unsynced: unsynced})
+}
+
+// writeItem is write for it, a write as a round takes it (see roundItem).
+func (q *Queue) writeItem(query string, it *roundItem) error {
+	ctx := it.ctx
 	if q.engine.onServer() {
 		// Refused before it runs, with the reason, inside ack writes.
 		if _, err := uncancelled(ctx); err != nil {
@@ -529,28 +535,19 @@ func (q *Queue) writeIn(ctx context.Context, query string, unsynced bool, fn fun
 		}
 		asked := q.nowMillis()
 		defer func() { q.noteWait(asked, q.nowMillis()) }()
-		return fn(q.writer())
+		return it.fn(q.writer())
 	}
 	if err := q.prepareForTx(ctx, query); err != nil {
 		return err
 	}
-	if written, ok := ctx.Value(writtenKey{}).(func()); ok {
-		write := fn
-		fn = func(c conn) error {
-			err := write(c)
-			if err == nil {
-				written()
-			}
-			return err
-		}
-	}
-	if err := q.rounds.do(ctx, fn, unsynced); !errors.Is(err, errRoundsStopped) {
+	it.written, _ = ctx.Value(writtenKey{}).(func())
+	if err := q.rounds.do(it); !errors.Is(err, errRoundsStopped) {
 		return err
 	}
 	asked := q.nowMillis()
-	return q.roundTx(ctx, unsynced && q.leaseWithoutSync(), func(tx txConn) error {
+	return q.roundTx(ctx, it.unsynced && q.leaseWithoutSync(), func(tx txConn) error {
 		q.noteWait(asked, q.nowMillis())
-		return fn(tx)
+		return it.run(tx)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,10 +171,7 @@ func TestEachWriteOfARoundKeepsItsOwnResult(t *testing.T) {
 	// Prepared before the round is held, which preparing would wait for.
 	is.True(errors.Is(q.AckDone(ctx, lite.Lease{JobID: 1}, nil), lite.ErrLeaseLost))
 
-	waiting, release := lite.HoldRounds(q)
-	var wg sync.WaitGroup
-	results := make([]error, 5)
-	writes := []func() error{
+	results := inOneRound(q,
 		func() error {
 			return q.Complete(ctx, jobs[0].Lease(), nil, func(tx *sql.Tx) error {
 				if _, err := tx.ExecContext(ctx, `insert into app values (1)`); err != nil {
@@ -186,15 +184,7 @@ func TestEachWriteOfARoundKeepsItsOwnResult(t *testing.T) {
 		func() error { return q.AckDone(ctx, jobs[2].Lease(), nil) },
 		func() error { _, err := q.Enqueue(ctx, lite.NewJob{Kind: "held", UniqueKey: "u"}); return err },
 		func() error { _, err := q.Enqueue(ctx, lite.NewJob{Kind: "new"}); return err },
-	}
-	for i, write := range writes {
-		wg.Go(func() { results[i] = write() })
-	}
-	for waiting() < len(writes) {
-		time.Sleep(time.Millisecond) // until every write is handed in
-	}
-	release()
-	wg.Wait()
+	)
 
 	is.True(results[0] != nil && !errors.Is(results[0], lite.ErrLeaseLost)) // the app's writes failed
 	is.NoErr(results[1])
@@ -250,4 +240,115 @@ func TestAWriteWhoseCallerGaveUpFailsAlone(t *testing.T) {
 	var late int
 	is.NoErr(q.DB().QueryRowContext(ctx, `select count(*) from lite_jobs where kind = 'late'`).Scan(&late))
 	is.Equal(late, 0) // the enqueue that gave up wrote nothing
+}
+
+// inOneRound runs writes at once while q's writer holds a round, so that
+// they gather for the next one, and returns their results in order.
+func inOneRound(q *lite.Queue, writes ...func() error) []error {
+	waiting, release := lite.HoldRounds(q)
+	var wg sync.WaitGroup
+	results := make([]error, len(writes))
+	for i, write := range writes {
+		wg.Go(func() { results[i] = write() })
+	}
+	for waiting() < len(writes) {
+		time.Sleep(time.Millisecond) // until every write is handed in
+	}
+	release()
+	wg.Wait()
+	return results
+}
+
+// A writer's round runs the plain done-acks it gathers (a result, no
+// CommitWithAck writes) as one statement (see ackRound): each is fenced
+// on its own row and answered on its own.
+
+func TestARoundsPlainAcksKeepEachItsOwnResult(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	clock := newFakeClock()
+	q, _ := mustOpen(t, clock)
+	const n = 8
+	jobs := mustLeaseNew(t, q, n)
+	stale := jobs[2].Lease() // its job is released and leased again: the successor's
+	_, err := q.ReleaseUnowned(ctx, stale.JobID)
+	is.NoErr(err)
+	successor := mustLeaseOne(t, q, "q")
+	is.Equal(successor.ID, stale.JobID)
+	twice := jobs[5].Lease() // acked already, under the same generation
+	is.NoErr(q.AckDone(ctx, twice, []byte("first")))
+	running, done := mustGet(t, q, stale.JobID), mustGet(t, q, twice.JobID)
+	clock.Advance(time.Second)
+
+	writes := make([]func() error, n)
+	for i, j := range jobs {
+		writes[i] = func() error { return q.AckDone(ctx, j.Lease(), []byte("r"+strconv.Itoa(i))) }
+	}
+	results := inOneRound(q, writes...)
+
+	for i, j := range jobs {
+		switch j.ID {
+		case stale.JobID:
+			is.True(errors.Is(results[i], lite.ErrLeaseLost))
+			var lost *lite.LeaseLostError
+			is.True(errors.As(results[i], &lost))
+			is.Equal(lost.CurrentGeneration, successor.Generation) // the same error as an ack alone
+			is.Equal(mustGet(t, q, j.ID), running)                 // the successor's row, untouched
+		case twice.JobID:
+			is.True(errors.Is(results[i], lite.ErrLeaseLost))
+			is.Equal(mustGet(t, q, j.ID), done) // the first ack's result stays
+		default:
+			is.NoErr(results[i])
+			got := mustGet(t, q, j.ID)
+			is.Equal(got.State, lite.StateDone)
+			is.Equal(string(got.Result), "r"+strconv.Itoa(i))
+			is.True(got.FinishedAt.Equal(clock.Now())) // the round's time
+		}
+	}
+}
+
+func TestAnAckThatATriggerRefusesFailsAloneInItsRound(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	q, _ := mustOpen(t, newFakeClock())
+	const n = 4
+	jobs := mustLeaseNew(t, q, n)
+	refused := jobs[1].ID
+	// Prepared before the round is held, which preparing would wait for.
+	is.True(errors.Is(q.AckDone(ctx, lite.Lease{JobID: jobs[n-1].ID + 1}, nil), lite.ErrLeaseLost))
+	// An app's own trigger on the jobs table that refuses one job's end.
+	_, err := q.DB().ExecContext(ctx, `create trigger app_refuses after update of state on lite_jobs
+when new.id = `+strconv.FormatInt(refused, 10)+` and new.state = 'done'
+begin select raise(abort, 'the app refused'); end`)
+	is.NoErr(err)
+
+	writes := make([]func() error, n)
+	for i, j := range jobs {
+		writes[i] = func() error { return q.AckDone(ctx, j.Lease(), nil) }
+	}
+	results := inOneRound(q, writes...)
+
+	for i, j := range jobs {
+		got := mustGet(t, q, j.ID)
+		if j.ID == refused {
+			is.True(results[i] != nil && !errors.Is(results[i], lite.ErrLeaseLost))
+			is.Equal(got.State, lite.StateRunning)
+			continue
+		}
+		is.NoErr(results[i])
+		is.Equal(got.State, lite.StateDone)
+	}
+}
+
+// mustLeaseNew enqueues n jobs to queue q and leases them all.
+func mustLeaseNew(t *testing.T, q *lite.Queue, n int) []*lite.Job {
+	t.Helper()
+	for range n {
+		mustEnqueue(t, q, lite.NewJob{Queue: "q"})
+	}
+	jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{"q"}, Max: n})
+	if err != nil || len(jobs) != n {
+		t.Fatalf("lease %d: %d jobs, %v", n, len(jobs), err)
+	}
+	return jobs
 }

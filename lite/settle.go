@@ -314,10 +314,16 @@ const maxRound = 512
 
 // roundItem is one write waiting for a round of the writer (see rounds).
 type roundItem struct {
-	ctx      context.Context // its caller's: one that gave up is not run
-	fn       func(c conn) error
-	unsynced bool  // a lease: its commit need not sync (see leaseWithoutSync)
-	asked    int64 // ms: when it was handed in, for noteWait
+	ctx context.Context // its caller's: one that gave up is not run
+	fn  func(c conn) error
+	// ack is set for a plain done-ack, one that carries a result and no
+	// writes of the caller's: fn is its one statement, which the round
+	// may run as one entry of a statement for many (see ackRound).
+	ack      *Done
+	alone    bool   // an ack its round's statement for many failed: it runs fn
+	written  func() // once fn matched, before the round commits (see writtenKey)
+	unsynced bool   // a lease: its commit need not sync (see leaseWithoutSync)
+	asked    int64  // ms: when it was handed in, for noteWait
 	err      error
 	done     chan struct{}
 }
@@ -330,7 +336,8 @@ type roundItem struct {
 // Each write keeps its own statements and its own result: in a round of
 // more than one, each runs in a savepoint, so a write that fails (a lost
 // lease, a caller's failing CommitWithAck writes) leaves nothing and fails
-// no other.
+// no other; but plain done-acks side by side run as one statement, each
+// fenced on its own row, with no savepoint (see ackRound).
 type rounds struct {
 	q    *Queue
 	reqs chan *roundItem
@@ -348,16 +355,16 @@ func newRounds(q *Queue) *rounds {
 // errRoundsStopped sends a write the direct way: the queue is closing.
 var errRoundsStopped = errors.New("rounds stopped")
 
-// do runs fn in the next round and returns its own result; fn's
-// statements run with ctx.
-func (r *rounds) do(ctx context.Context, fn func(c conn) error, unsynced bool) error {
+// do runs it in the next round and returns its own result; its
+// statements run with its ctx.
+func (r *rounds) do(it *roundItem) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
 		return errRoundsStopped
 	}
 	r.start.Do(func() { go r.run() })
-	it := &roundItem{ctx: ctx, fn: fn, unsynced: unsynced, asked: r.q.nowMillis(), done: make(chan struct{})}
+	it.asked, it.done = r.q.nowMillis(), make(chan struct{})
 	r.reqs <- it
 	<-it.done
 	return it.err
@@ -382,8 +389,8 @@ func (r *rounds) stop() {
 
 func (r *rounds) run() {
 	defer close(r.done)
-	for _, s := range []stmt{savepointSQL, releaseSPSQL, rollbackSPSQL} {
-		// Unprepared, a savepoint still runs: it is parsed each time.
+	for _, s := range []stmt{savepointSQL, releaseSPSQL, rollbackSPSQL, ackDoneManySQL} {
+		// Unprepared, a statement still runs: it is parsed each time.
 		_, _ = r.q.stmts.prepare(context.Background(), r.q.sql(s))
 	}
 	for first := range r.reqs {
@@ -453,15 +460,28 @@ func (q *Queue) round(items []*roundItem) (again []*roundItem) {
 			items[0].err = items[0].run(c)
 			return items[0].err
 		}
-		for i, it := range items {
-			if err := q.savepointed(ctx, tx, func() error { return it.run(c) }, &it.err); err != nil {
-				again = append(slices.Clip(items[:i]), items[i+1:]...)
-				for _, other := range again {
-					other.err = nil
+		for i := 0; i < len(items); {
+			if n := plainAcks(items[i:]); n > 0 {
+				if err := q.ackRound(ctx, c, items[i:i+n]); err != nil {
+					// The statement failed whole, for a reason of one
+					// ack's or of the transaction's: every write runs
+					// again, these acks each with its own statement.
+					for _, it := range items[i : i+n] {
+						it.alone = true
+					}
+					again, items = retried(items), nil
+					return err
 				}
+				i += n
+				continue
+			}
+			it := items[i]
+			if err := q.savepointed(ctx, tx, func() error { return it.run(c) }, &it.err); err != nil {
+				again = retried(append(slices.Clip(items[:i]), items[i+1:]...))
 				items = items[i : i+1]
 				return err
 			}
+			i++
 		}
 		return nil
 	})
@@ -474,6 +494,14 @@ func (q *Queue) round(items []*roundItem) (again []*roundItem) {
 	return again
 }
 
+// retried clears the results of writes handed back to run again.
+func retried(items []*roundItem) []*roundItem {
+	for _, it := range items {
+		it.err = nil
+	}
+	return items
+}
+
 // run runs the write, unless its caller gave up waiting for its round: a
 // statement cancelled as it runs would roll back the round's transaction
 // (an interrupted SQLite write ends it) and make every other write run
@@ -482,7 +510,55 @@ func (it *roundItem) run(c conn) error {
 	if err := it.ctx.Err(); err != nil {
 		return err
 	}
-	return it.fn(c)
+	err := it.fn(c)
+	if err == nil {
+		it.matched()
+	}
+	return err
+}
+
+// matched calls the write's written, if it has one.
+func (it *roundItem) matched() {
+	if it.written != nil {
+		it.written()
+	}
+}
+
+// plainAcks counts the plain done-acks at the start of items.
+func plainAcks(items []*roundItem) int {
+	n := 0
+	for n < len(items) && items[n].ack != nil && !items[n].alone {
+		n++
+	}
+	return n
+}
+
+// ackRound writes a round's plain done-acks in one statement, as
+// AckDoneMany does: each fenced on its own (id, generation,
+// state='running') and answered from the pairs the statement returns, a
+// pair missing being a lost lease. One statement fails whole, so the acks
+// need no savepoint; an error is the statement's, and no ack's result.
+func (q *Queue) ackRound(ctx context.Context, c roundConn, items []*roundItem) error {
+	var sent []*roundItem
+	var acks []Done
+	for _, it := range items {
+		if it.err = it.ctx.Err(); it.err == nil {
+			sent, acks = append(sent, it), append(acks, *it.ack)
+		}
+	}
+	if len(acks) == 0 {
+		return nil
+	}
+	results, err := q.acksOn(ctx, c, acks)
+	if err != nil {
+		return err
+	}
+	for i, it := range sent {
+		if it.err = results[i]; it.err == nil {
+			it.matched()
+		}
+	}
+	return nil
 }
 
 // savepointed runs fn in a savepoint, its error into *own, rolled back to
@@ -634,7 +710,10 @@ func (q *Queue) ackAndLease(ctx context.Context, acks []Done, req LeaseRequest) 
 		return nil, nil, fmt.Errorf("ack done: %w", classify(err))
 	}
 	sortLeased(jobs)
-	return q.ackedResults(acks, results, acked), jobs, nil
+	if len(acked) > 0 {
+		q.finishedSome()
+	}
+	return lostUnlessAcked(acks, results, acked), jobs, nil
 }
 
 // startAll starts each job leased in the slot of a run acked.
