@@ -165,7 +165,7 @@ func (q *Queue) Report(ctx context.Context, l Lease, u Update) error {
 	if !written[[2]int64{l.JobID, l.Generation}] {
 		return q.lossOf(ctx, l)
 	}
-	return nil
+	return q.afterWrite(ctx, fmt.Sprintf("report job %d", l.JobID))
 }
 
 // report writes checked updates, one per lease, in one statement.

@@ -147,7 +147,7 @@ func (w *Worker) execute(r *run) {
 func (w *Worker) releaseUnstarted(jobs []*Job) {
 	for _, j := range jobs {
 		ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
-		err := retryBusy(ctx, func() error { return w.q.Release(ctx, j.Lease()) })
+		err := retryBusy(ctx, func() error { return w.q.release(ctx, j.Lease()) })
 		cancel()
 		if err != nil {
 			w.opts.Logger.Error("lite: releasing a job leased during shutdown failed; it will be reclaimed",
