@@ -17,7 +17,7 @@ import (
 type replicateFlags struct {
 	Replicate      replicaURL `placeholder:"URL" help:"Replicate the file as it changes (Litestream) to URL: file:///path (a directory, such as a NAS mount) or sftp://user@host:port/path?key=KEY_FILE&host-key=HOST_KEY_FILE. One process replicates a file at a time; the others stand by and take over. Give it to every process on the file: Litestream then owns its checkpoints."`
 	ReplicateEvery interval   `default:"1s" help:"With --replicate, how often new commits are shipped: about what losing the box loses."`
-	WaitForReplica bool       `help:"With --replicate, an enqueue or a job's outcome returns only once its commit is on the replica (asking the process that replicates the file), so that losing the box loses none of them: a ship per commit, or per group of acks."`
+	WaitForReplica bool       `help:"With --replicate, an enqueue (a workflow too), a job's outcome or a change made from lite serve's dashboard or API (cancel, retry, release, run now, bulk, purge) returns only once its commit is on the replica (asking the process that replicates the file), so that losing the box loses none of them: a ship per commit, or per group of acks."`
 
 	r *replicate.Replicator // while the command replicates
 }

@@ -59,6 +59,15 @@ where id = $3 and generation = $4 and state = 'running'`,
 // current it returns a *LeaseLostError (ErrLeaseLost) and changes
 // nothing: a stale result never becomes the job's result.
 func (q *Queue) AckDone(ctx context.Context, l Lease, result []byte) error {
+	if err := q.markDone(ctx, l, result); err != nil {
+		return err
+	}
+	return q.afterWrite(ctx, "ack done")
+}
+
+// markDone is AckDone without the wait after its commit: a Worker's,
+// whose settle waits.
+func (q *Queue) markDone(ctx context.Context, l Lease, result []byte) error {
 	if err := q.checkResult(l, result); err != nil {
 		return fmt.Errorf("ack done: %w", err)
 	}
@@ -119,10 +128,21 @@ returning lite_jobs.id, lite_jobs.generation`
 // AckDoneMany acks many leases done in one statement: a group commit.
 // Each ack is fenced on its own; the result has one entry per ack: nil,
 // ErrLeaseLost or ErrTooLarge. It is valid only when the returned error
-// is nil, that is, once the statement committed. The acks behave as if
-// made one after another: a lease listed twice is acked by its first
-// entry, and a later entry gets ErrLeaseLost, as a second AckDone would.
+// is nil or ErrAfterCommit, that is, once the statement committed. The
+// acks behave as if made one after another: a lease listed twice is acked
+// by its first entry, and a later entry gets ErrLeaseLost, as a second
+// AckDone would.
 func (q *Queue) AckDoneMany(ctx context.Context, acks []Done) ([]error, error) {
+	results, err := q.ackDoneMany(ctx, acks)
+	if err != nil {
+		return nil, err
+	}
+	return results, q.afterWrite(ctx, "ack done")
+}
+
+// ackDoneMany is AckDoneMany without the wait after its commit: a
+// Worker's group commit, which waits once for its whole group.
+func (q *Queue) ackDoneMany(ctx context.Context, acks []Done) ([]error, error) {
 	var results []error
 	err := q.write(ctx, q.sql(ackDoneManySQL), func(c conn) (err error) {
 		results, err = q.acksOn(ctx, c, acks)
@@ -206,7 +226,7 @@ func (q *Queue) Complete(ctx context.Context, l Lease, result []byte, writes fun
 	if err := q.complete(ctx, l, result, writes); err != nil {
 		return fmt.Errorf("complete: %w", q.explainLoss(ctx, err, l))
 	}
-	return nil
+	return q.afterWrite(ctx, "complete")
 }
 
 func (q *Queue) complete(ctx context.Context, l Lease, result []byte, writes func(tx *sql.Tx) error) error {
@@ -317,7 +337,7 @@ func (q *Queue) AckFailed(ctx context.Context, l Lease, cause error) error {
 	if _, err := q.fail(ctx, l, cause, nil); err != nil {
 		return fmt.Errorf("ack failed: %w", q.explainLoss(ctx, err, l))
 	}
-	return nil
+	return q.afterWrite(ctx, "ack failed")
 }
 
 // Fail records cause as the attempt's error, as AckFailed does, and runs
@@ -338,7 +358,7 @@ func (q *Queue) Fail(ctx context.Context, l Lease, cause error, writes func(tx *
 	if err != nil {
 		return Failure{}, fmt.Errorf("fail: %w", q.explainLoss(ctx, err, l))
 	}
-	return f, nil
+	return f, q.afterWrite(ctx, "fail")
 }
 
 // writesError marks an error of the caller's own writes run in one of
@@ -477,6 +497,15 @@ where id = $1 and generation = $2 and state = 'running'`,
 // it. With a lost lease it returns a *LeaseLostError (ErrLeaseLost) and
 // changes nothing.
 func (q *Queue) Release(ctx context.Context, l Lease) error {
+	if err := q.release(ctx, l); err != nil {
+		return err
+	}
+	return q.afterWrite(ctx, "release")
+}
+
+// release is Release without the wait after its commit: a Worker's,
+// whose settle waits when a run's outcome is the release.
+func (q *Queue) release(ctx context.Context, l Lease) error {
 	err := q.write(ctx, q.sql(releaseSQL), func(c conn) error {
 		res, err := c.ExecContext(ctx, q.sql(releaseSQL), l.JobID, l.Generation)
 		return checkOwned(res, err, l)
@@ -521,7 +550,7 @@ func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
 		return 0, fmt.Errorf("release job %d: %w", id, q.explain(ctx, id, err, StateRunning))
 	}
 	q.notify()
-	return gen, nil
+	return gen, q.afterWrite(ctx, fmt.Sprintf("release job %d", id))
 }
 
 var snoozeSQL = stmt{
@@ -536,8 +565,10 @@ where id = $2 and generation = $3 and state = 'running'`,
 // outside. With a lost lease it returns a *LeaseLostError (ErrLeaseLost)
 // and changes nothing.
 func (q *Queue) Snooze(ctx context.Context, l Lease, d time.Duration) error {
-	_, err := q.snooze(ctx, l, d)
-	return err
+	if _, err := q.snooze(ctx, l, d); err != nil {
+		return err
+	}
+	return q.afterWrite(ctx, "snooze")
 }
 
 // snooze is Snooze, returning when the job may run again.

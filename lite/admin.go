@@ -92,7 +92,7 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 		return fmt.Errorf("cancel job %d: %w", id, q.explain(ctx, id, err, StateBlocked, StateAvailable, StateRunning))
 	}
 	q.finishedSome()
-	return nil
+	return q.afterWrite(ctx, fmt.Sprintf("cancel job %d", id))
 }
 
 // retrySQL starts a dead or cancelled job over. Its attempts go back to
@@ -172,7 +172,7 @@ func (q *Queue) Retry(ctx context.Context, id int64) error {
 		return fmt.Errorf("retry job %d: %w", id, q.explain(ctx, id, err, StateDead, StateCancelled))
 	}
 	q.notify()
-	return nil
+	return q.afterWrite(ctx, fmt.Sprintf("retry job %d", id))
 }
 
 // isUniqueViolation reports whether err is a unique index refusing a row:
@@ -236,5 +236,8 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, states ...State) (i
 	if err := ctx.Err(); err != nil {
 		return rep.Deleted, fmt.Errorf("purge: %w", err)
 	}
-	return rep.Deleted, nil
+	if rep.Deleted == 0 {
+		return 0, nil
+	}
+	return rep.Deleted, q.afterWrite(ctx, "purge") // once: it covers every batch's commit
 }

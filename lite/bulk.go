@@ -124,10 +124,13 @@ func (q *Queue) Bulk(ctx context.Context, action BulkAction, f Filter) (int64, e
 		}
 		after = ids[len(ids)-1]
 	}
-	if action == BulkRetry && total > 0 {
+	if total == 0 {
+		return 0, nil
+	}
+	if action == BulkRetry {
 		q.notify()
 	}
-	return total, nil
+	return total, q.afterWrite(ctx, string(action)) // once: it covers every batch's commit
 }
 
 // BulkCount is how many jobs Bulk(ctx, action, f) would change now: a

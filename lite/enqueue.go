@@ -310,10 +310,7 @@ func (q *Queue) enqueue(ctx context.Context, j NewJob) (int64, error) {
 		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
 	}
 	q.notify()
-	if err := q.afterCommit(ctx); err != nil {
-		return id, fmt.Errorf("enqueue %s: %w", r.queue, err)
-	}
-	return id, nil
+	return id, q.afterWrite(ctx, "enqueue "+r.queue)
 }
 
 // EnqueueTx adds a job inside the caller's transaction on the same file:
@@ -321,7 +318,9 @@ func (q *Queue) enqueue(ctx context.Context, j NewJob) (int64, error) {
 // key already held it returns the holder's id and ErrDuplicate, having
 // written nothing, and the transaction stays usable: a held key is found
 // by the insert's conflict clause, not by a failing statement, so the
-// caller may go on writing and commit.
+// caller may go on writing and commit. It cannot wait for
+// Options.AfterCommit, since the caller commits: call Queue.AfterCommit
+// once the transaction has.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, error) {
 	return q.interceptedOne(ctx, j, func(ctx context.Context, j NewJob) (int64, error) { return q.enqueueTx(ctx, tx, j) })
 }
@@ -376,10 +375,7 @@ func (q *Queue) enqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, er
 		return nil, fmt.Errorf("enqueue batch: %w", classify(err))
 	}
 	q.notify()
-	if err := q.afterCommit(ctx); err != nil {
-		return out, fmt.Errorf("enqueue batch: %w", err)
-	}
-	return out, nil
+	return out, q.afterWrite(ctx, "enqueue batch")
 }
 
 // EnqueueBatchTx adds many jobs inside the caller's transaction on the
@@ -391,7 +387,8 @@ func (q *Queue) enqueueBatch(ctx context.Context, jobs []NewJob) ([]Enqueued, er
 // writes before the call stay, so the caller may go on and commit. An
 // error SQLite answers by rolling back the whole transaction (an interrupt
 // when ctx ends mid-statement, a full disk) ends the caller's transaction
-// too, as it would for any statement of the caller's.
+// too, as it would for any statement of the caller's. As with EnqueueTx,
+// call Queue.AfterCommit once the transaction committed.
 func (q *Queue) EnqueueBatchTx(ctx context.Context, tx *sql.Tx, jobs []NewJob) ([]Enqueued, error) {
 	return q.intercepted(ctx, jobs, func(ctx context.Context, jobs []NewJob) ([]Enqueued, error) {
 		return q.enqueueBatchTx(ctx, tx, jobs)

@@ -1,9 +1,6 @@
 package lite
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // Errors a caller can test for with errors.Is.
 var (
@@ -54,10 +51,11 @@ var (
 	// above the floor it derives from the clock: the clock is behind an
 	// earlier restore's. Nothing changed; set the clock right and rerun.
 	ErrClockBehind = errors.New("clock behind an earlier restore")
-	// ErrAfterCommit means an enqueue or an ack committed, but the wait
-	// Options.AfterCommit adds after the commit (for the replica) failed:
-	// the write is in the file, and not known to be anywhere else.
-	// Retrying an enqueue would add the job twice.
+	// ErrAfterCommit means a write (an enqueue, an ack, an admin's cancel
+	// or retry...) committed, but the wait Options.AfterCommit adds after
+	// the commit (for the replica) failed: the write is in the file, and
+	// not known to be anywhere else. Retrying an enqueue would add the job
+	// twice; retrying an ack would find its lease gone.
 	ErrAfterCommit = errors.New("after commit")
 )
 
@@ -93,6 +91,10 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// leaseLost is the error of l's guard matching no row, before anything
+// is read of how the lease ended: a *LeaseLostError with the lease alone,
+// so that a handler's context cancelled with it as its cause gives a
+// cause that errors.As finds as one, as an ack's error does.
 func leaseLost(l Lease) error {
-	return fmt.Errorf("job %d generation %d: %w", l.JobID, l.Generation, ErrLeaseLost)
+	return &LeaseLostError{JobID: l.JobID, Generation: l.Generation}
 }

@@ -102,6 +102,15 @@ func SetWaitPolls(watched, unwatched time.Duration) (restore func()) {
 	return func() { waitSafetyPoll, waitPoll = oldWatched, oldUnwatched }
 }
 
+// NoWaitSettle makes waiters look again only when woken or at their
+// polls, never to settle after a wake-up; the returned func restores it.
+// Tests using it must not run in parallel.
+func NoWaitSettle() (restore func()) {
+	old := waitSettle
+	waitSettle = 0
+	return func() { waitSettle = old }
+}
+
 // WaitReports counts the commits the waiters' shared watch relayed: on a
 // server, the first is its listener coming up.
 func WaitReports(q *Queue) int64 { return q.waiters.reports.Load() }

@@ -21,7 +21,10 @@ const (
 // LeaseLostError is the error an owner write (AckDone, AckFailed, Fail,
 // Release, Snooze, Complete) returns when its guard matched no row: it
 // wraps ErrLeaseLost and says how the lease ended, as the job's row tells
-// it right after the miss. Nothing was written.
+// it right after the miss. Nothing was written. It is also the cause of a
+// handler's context once its worker finds the lease lost
+// (context.Cause): there it names the lease and, unless it was superseded
+// by this worker's own new lease of the job, not how it ended (Why "").
 type LeaseLostError struct {
 	// JobID and Generation are the lost lease's.
 	JobID, Generation int64
@@ -29,7 +32,8 @@ type LeaseLostError struct {
 	CurrentGeneration int64
 	// State is the job's state now; "" if it is gone or could not be read.
 	State State
-	// Why is how the lease ended; "" if the job could not be read.
+	// Why is how the lease ended; "" if the job could not be read, or was
+	// not (a handler's context's cause).
 	Why Why
 }
 

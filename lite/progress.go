@@ -165,7 +165,7 @@ func (q *Queue) Report(ctx context.Context, l Lease, u Update) error {
 	if !written[[2]int64{l.JobID, l.Generation}] {
 		return q.lossOf(ctx, l)
 	}
-	return nil
+	return q.afterWrite(ctx, fmt.Sprintf("report job %d", l.JobID))
 }
 
 // report writes checked updates, one per lease, in one statement.
@@ -182,7 +182,11 @@ func (q *Queue) report(ctx context.Context, leases []Lease, updates []Update) (m
 	if err != nil {
 		return nil, err
 	}
-	return q.matched(ctx, q.sql(reportSQL), func() []any { return []any{string(list)} })
+	written, err := q.matched(ctx, q.sql(reportSQL), func() []any { return []any{string(list)} })
+	if len(written) > 0 {
+		q.finishedSome() // WaitProgress's waiters look, here and on a server's other processes
+	}
+	return written, err
 }
 
 // reports holds what a run's handler reported and its worker has not

@@ -67,15 +67,29 @@ type Options struct {
 	// the WAL between two of its reads and costs the replica a snapshot.
 	// The owner must checkpoint, or the WAL grows without bound.
 	ExternalCheckpoints bool
-	// AfterCommit, if set, makes enqueues and a Worker's acks wait for
-	// more than the disk: it is called after each commit of Enqueue and
-	// EnqueueBatch, and of each outcome a Worker writes (once per group
-	// commit of done-acks, not once per job), and that call returns only
-	// once AfterCommit has. lite/replicate's Replicator.Sync, which
-	// returns once every commit before it is on the replica, makes them
-	// wait for the replica. If it fails, the call returns an error that
-	// is ErrAfterCommit: the write committed on this file all the same.
-	// EnqueueTx and the other calls never call it.
+	// AfterCommit, if set, makes the writes a caller waits on wait for
+	// more than the disk: each calls it after its commit, and returns only
+	// once it has. These are every enqueue (Enqueue, EnqueueBatch,
+	// EnqueueWorkflow, RunScheduleNow), each outcome a Worker writes (once
+	// per group commit of done-acks, not once per job), every owner write
+	// made by hand (AckDone, AckDoneMany, Complete, AckFailed, Fail,
+	// Release, Snooze, Report), every admin's change of jobs (Cancel,
+	// Retry, ReleaseUnowned, Bulk, Purge: the last two once, after their
+	// last batch) and FireSchedules called by hand. Each waits once for
+	// its commit, and writes that commit while a call is under way share
+	// the next one (see Queue.AfterCommit). lite/replicate's
+	// Replicator.Sync, which returns once every commit before it is on the
+	// replica, makes them wait for the replica. If it fails, the call
+	// returns an error that is ErrAfterCommit: the write committed on this
+	// file all the same.
+	//
+	// Leases, renewals and the progress they carry, reclaims, expiries
+	// (CancelExpired), retention's Clean and a Worker's own schedule fires
+	// never call it: they are the queue's own upkeep, which no caller
+	// waits on, and a copy that lacks one leases, reclaims, cleans or
+	// fires again after a restore (at least once, never under a reused
+	// generation). Nor do EnqueueTx and EnqueueBatchTx, whose transaction
+	// the caller commits: call Queue.AfterCommit once it has.
 	AfterCommit func(ctx context.Context) error
 	// Backoff is the delay before retrying a job whose attempt number
 	// attempt (from 1) failed. Default: 1s doubling per attempt up to one
@@ -570,16 +584,29 @@ func (q *Queue) writeTx(ctx context.Context, query string, fn func(tx txConn) er
 	})
 }
 
-// afterCommit waits for Options.AfterCommit, if set, once a commit of
-// enqueues or acks returned. Callers whose commits returned while a wait
-// was under way share the next one (see afterCommits): the writes that
-// one round or group commit answered wait once, not once each.
-func (q *Queue) afterCommit(ctx context.Context) error {
+// AfterCommit waits for Options.AfterCommit, if set, as lite's own
+// writes do once they committed: call it after committing a transaction
+// of your own that holds EnqueueTx or EnqueueBatchTx calls, so that the
+// jobs are as safe as Enqueue's when you go on (on the replica, with
+// Replicator.Sync). Callers whose commits returned while a call was under
+// way share the next one (see afterCommits): the writes that one round
+// or group commit answered wait once, not once each. If the call fails
+// it returns an error that is ErrAfterCommit; without the option, nil.
+func (q *Queue) AfterCommit(ctx context.Context) error {
 	if q.opts.AfterCommit == nil {
 		return nil
 	}
 	if err := q.commitWaits.wait(ctx, q.opts.AfterCommit); err != nil {
 		return codeError{fmt.Errorf("committed here, but the wait after its commit failed: %w", err), ErrAfterCommit}
+	}
+	return nil
+}
+
+// afterWrite is AfterCommit once op's write committed, for a caller's
+// write (see Options.AfterCommit), its error naming op.
+func (q *Queue) afterWrite(ctx context.Context, op string) error {
+	if err := q.AfterCommit(ctx); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
 }

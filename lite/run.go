@@ -63,7 +63,8 @@ func (w *Worker) startIn(handlerCtx context.Context, l *lane, j *Job, from *run)
 	if old != nil && !old.settling.Load() {
 		w.opts.Logger.Warn("lite: lease lost: the job was leased again; stopping its old handler",
 			"job_id", j.ID, "kind", j.Kind, "lease_generation", old.job.Generation, "current_generation", j.Generation)
-		old.cancel(leaseLost(old.job.Lease()))
+		old.cancel(&LeaseLostError{JobID: j.ID, Generation: old.job.Generation,
+			CurrentGeneration: j.Generation, State: StateRunning, Why: WhySuperseded})
 	}
 	w.goroutines.Add(1)
 	go func() {
@@ -146,7 +147,7 @@ func (w *Worker) execute(r *run) {
 func (w *Worker) releaseUnstarted(jobs []*Job) {
 	for _, j := range jobs {
 		ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
-		err := retryBusy(ctx, func() error { return w.q.Release(ctx, j.Lease()) })
+		err := retryBusy(ctx, func() error { return w.q.release(ctx, j.Lease()) })
 		cancel()
 		if err != nil {
 			w.opts.Logger.Error("lite: releasing a job leased during shutdown failed; it will be reclaimed",

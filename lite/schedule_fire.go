@@ -135,10 +135,15 @@ var nextScheduleSQL = stmt{
 // ticks this call fired: a tick another process fired first is not
 // counted, and not enqueued again. A running Worker calls it by itself
 // whenever a schedule comes due; call it directly from a program that
-// runs no worker, or from a test that drives Options.Now.
+// runs no worker, or from a test that drives Options.Now. Once it fired
+// a tick it waits for Options.AfterCommit, once; a Worker's own fires do
+// not, as no caller waits on them.
 func (q *Queue) FireSchedules(ctx context.Context) (int, error) {
 	n, _, err := q.fireSchedules(ctx)
-	return n, err
+	if err != nil || n == 0 {
+		return n, err
+	}
+	return n, q.afterWrite(ctx, "fire schedules")
 }
 
 // fireSchedules reads the due schedules and fires them (see fireDue).

@@ -2,6 +2,7 @@ package lite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -18,8 +19,11 @@ func (q *Queue) RunScheduleNow(ctx context.Context, name string) (int64, error) 
 	}
 	for _, s := range list {
 		if s.Name == name {
-			id, err := q.Enqueue(ctx, s.Job)
-			if err != nil {
+			id, err := q.Enqueue(ctx, s.Job) // which waits for Options.AfterCommit
+			switch {
+			case errors.Is(err, ErrAfterCommit):
+				return id, fmt.Errorf("run schedule %q now: %w", name, err) // enqueued all the same
+			case err != nil:
 				return 0, fmt.Errorf("run schedule %q now: %w", name, err)
 			}
 			return id, nil

@@ -47,7 +47,7 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 		}
 	case errors.Is(context.Cause(r.ctx), ErrShutdown) || errors.Is(err, ErrShutdown):
 		ev.Kind, ev.State, ev.NextRunAt = EventReleased, StateAvailable, w.q.opts.Now()
-		writeErr = retryBusy(ctx, func() error { return w.q.Release(ctx, l) })
+		writeErr = retryBusy(ctx, func() error { return w.q.release(ctx, l) })
 	case errors.As(err, &snooze):
 		ev.Kind, ev.State = EventSnoozed, StateAvailable
 		writeErr = retryBusy(ctx, func() (err error) {
@@ -58,7 +58,7 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 		writeErr = w.fail(ctx, l, err, out, &ev)
 	}
 	if writeErr == nil && !waited {
-		writeErr = w.q.afterCommit(ctx)
+		writeErr = w.q.AfterCommit(ctx)
 	}
 	switch {
 	case errors.Is(writeErr, ErrAfterCommit):
@@ -134,7 +134,7 @@ func (w *Worker) ackDone(ctx context.Context, l Lease, out settlement) (waited b
 			return true, err
 		}
 	}
-	return false, w.q.AckDone(ctx, l, out.result)
+	return false, w.q.markDone(ctx, l, out.result)
 }
 
 // startAcks starts group commit for the worker's run on a server; the
@@ -262,7 +262,7 @@ func (c *completer) write(ctx context.Context, acks []Done) ([]error, error) {
 			return results, err
 		}
 	}
-	return c.q.AckDoneMany(ctx, acks)
+	return c.q.ackDoneMany(ctx, acks)
 }
 
 func (c *completer) commit(group []ackRequest) {
@@ -276,7 +276,7 @@ func (c *completer) commit(group []ackRequest) {
 	results, err := c.write(ctx, acks)
 	var waited error
 	if err == nil {
-		waited = c.q.afterCommit(ctx) // once per group commit, not per ack
+		waited = c.q.AfterCommit(ctx) // once per group commit, not per ack
 	}
 	for i, r := range group {
 		switch {

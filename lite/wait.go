@@ -29,11 +29,11 @@ var (
 // published, so a read at once may not see it yet (measured with FULL: a
 // wait from another queue on the file took 27 ms at p50 and 1 s at p99
 // when it looked once more after 20 ms, and then only at the poll). A
-// wait settles so as it begins too.
-const (
-	waitSettle    = time.Millisecond
-	waitSettleMax = 512 * time.Millisecond
-)
+// wait settles so as it begins too. Tests change waitSettle (0: no
+// settling).
+var waitSettle = time.Millisecond
+
+const waitSettleMax = 512 * time.Millisecond
 
 // Wait returns the job with id once it is finished: done, dead or
 // cancelled. A failed attempt that will be retried is no end: Wait goes on
@@ -307,9 +307,10 @@ func (q *Queue) startWatch() (stop func()) {
 	}
 }
 
-// finishedSome tells waiters, after a commit, that jobs may have finished
-// or been deleted: this process's at once; a server's other processes
-// through a notification (a file's see the WAL written).
+// finishedSome tells waiters, after a commit, that jobs may have finished,
+// been deleted or reported progress: this process's at once; a server's
+// other processes through a notification (a file's see the WAL written).
+// A heartbeat that carries no report commits nothing it must tell.
 func (q *Queue) finishedSome() {
 	q.finished.wake()
 	if q.engine != enginePostgres {

@@ -51,3 +51,33 @@ func TestWaitProgressTellsOfEachReportThenEndsWithTheJob(t *testing.T) {
 		is.Equal(len(seen), 0) // why: each report told once, and none after the end
 	})
 }
+
+func TestWaitProgressOnAServerIsWokenByAReportOfAnotherProcess(t *testing.T) {
+	e := onPostgres(t)
+	noSafetyPoll(t)                // an hour: only the report's notification can wake the waiter in time
+	t.Cleanup(lite.NoWaitSettle()) // nor do its looks again after a wake-up find the report
+	is := is.New(t)
+	ctx := t.Context()
+	q, dsn := e.mustOpen(t, nil)
+	other := mustOpenOpts(t, dsn, lite.Options{}) // another process's queue on the server
+	watching(t, other)
+	id := mustEnqueue(t, q, lite.NewJob{})
+	l := mustLeaseOne(t, q, lite.DefaultQueue).Lease()
+	is.NoErr(q.Report(ctx, l, lite.Update{Progress: json.RawMessage(`0.25`)}))
+
+	seen := make(chan *lite.Job, 10)
+	waited := make(chan waitResult, 1)
+	go func() {
+		j, err := other.WaitProgress(ctx, id, func(j *lite.Job) { seen <- j })
+		waited <- waitResult{j, err}
+	}()
+	is.Equal(string(recv(t, seen).Progress), "0.25") // its first look, before it sleeps
+	is.NoErr(q.Report(ctx, l, lite.Update{Progress: json.RawMessage(`0.75`), Note: "almost"}))
+	j := recv(t, seen)
+	is.Equal(string(j.Progress), "0.75")
+	is.Equal(j.ProgressNote, "almost")
+	is.NoErr(q.AckDone(ctx, l, nil))
+	r := got(t, waited)
+	is.NoErr(r.err)
+	is.Equal(r.job.State, lite.StateDone)
+}

@@ -33,6 +33,7 @@ type Worker struct {
 	active map[leaseKey]*run // runs holding a slot
 	newest map[int64]*run    // the newest run of each job id in active
 	freed  chan struct{}     // a slot freed; buffered, never blocks
+	ran    chan struct{}     // closed once the Run, RunOnce or RunJob under way returned; nil before the first
 
 	goroutines sync.WaitGroup // every handler goroutine, abandoned ones too
 
@@ -107,7 +108,18 @@ func (w *Worker) begin() error {
 		return errors.New("worker: already running")
 	}
 	w.kindList = w.kinds()
+	w.mu.Lock()
+	w.ran = make(chan struct{})
+	w.mu.Unlock()
 	return nil
+}
+
+// end undoes begin, as Run, RunOnce or RunJob returns, and lets Wait go on.
+func (w *Worker) end() {
+	w.running.Store(false)
+	w.mu.Lock()
+	close(w.ran)
+	w.mu.Unlock()
 }
 
 // lease takes up to n jobs for lane l, or on a file as many as l has free
@@ -142,7 +154,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 	if err := w.begin(); err != nil {
 		return Report{}, err
 	}
-	defer w.running.Store(false)
+	defer w.end()
 	var jobs []leased
 	for _, l := range w.lanes {
 		free := w.free(l)
@@ -197,7 +209,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.begin(); err != nil {
 		return err
 	}
-	defer w.running.Store(false)
+	defer w.end()
 	watcher, err := w.q.watchChanges(ctx)
 	if err != nil {
 		return err
@@ -242,10 +254,22 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// Wait blocks until every handler this worker started has returned,
-// including those Run stopped waiting for because they ignored shutdown.
-// Call it after Run or RunOnce returned.
-func (w *Worker) Wait() { w.goroutines.Wait() }
+// Wait blocks until the Run, RunOnce or RunJob under way (if any) has
+// returned, with every outcome it wrote settled, and every handler this
+// worker started has returned, including those Run stopped waiting for
+// because they ignored shutdown. It may be called from another goroutine
+// while Run runs; a Run that begins after Wait was called is not waited
+// for.
+func (w *Worker) Wait() {
+	w.mu.Lock()
+	ran := w.ran
+	w.mu.Unlock()
+	if ran != nil {
+		<-ran
+	}
+	// No run starts a handler once it returned: the count only falls.
+	w.goroutines.Wait()
+}
 
 // busy is how many runs hold a slot.
 func (w *Worker) busy() int {

@@ -6,8 +6,8 @@ import (
 )
 
 // Heartbeat renews every lease the worker holds, in one statement, and
-// cancels the handler of each lease found lost, with ErrLeaseLost as the
-// cause. Run calls it every HeartbeatInterval; call it yourself only to
+// cancels the handler of each lease found lost, with a *LeaseLostError
+// (ErrLeaseLost) as the cause. Run calls it every HeartbeatInterval; call it yourself only to
 // drive a worker by hand, as tests do.
 func (w *Worker) Heartbeat(ctx context.Context) error {
 	runs := w.activeRuns()
@@ -27,7 +27,7 @@ func (w *Worker) Heartbeat(ctx context.Context) error {
 	return nil
 }
 
-// stopLost cancels r's handler with lost, an ErrLeaseLost, as the cause,
+// stopLost cancels r's handler with lost, a *LeaseLostError, as the cause,
 // unless r is ending by itself or was told already (by a heartbeat, or a
 // look after a commit: see watchLeases).
 func (w *Worker) stopLost(r *run, lost error) {

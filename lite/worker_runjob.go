@@ -25,7 +25,7 @@ func (w *Worker) RunJob(ctx context.Context, id int64) (Event, error) {
 	if err := w.begin(); err != nil {
 		return Event{}, fmt.Errorf("run job %d: %w", id, err)
 	}
-	defer w.running.Store(false)
+	defer w.end()
 	j, err := w.q.leaseByID(ctx, id, w.kindList, w.opts.Identity, w.opts.StaleAfter)
 	if err != nil {
 		return Event{}, fmt.Errorf("run job %d: %w", id, err)

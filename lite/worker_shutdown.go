@@ -35,7 +35,7 @@ func (w *Worker) shutdown(stopHandlers context.CancelCauseFunc) {
 	w.mu.Unlock()
 	for _, r := range stuck {
 		ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
-		err := retryBusy(ctx, func() error { return w.q.Release(ctx, r.job.Lease()) })
+		err := retryBusy(ctx, func() error { return w.q.release(ctx, r.job.Lease()) })
 		cancel()
 		w.opts.Logger.Warn("lite: handler ignored shutdown; its lease is released and its outcome will be skipped",
 			"job_id", r.job.ID, "generation", r.job.Generation, "err", err)

@@ -34,14 +34,18 @@ func TestAJobLeasedAgainByTheSameWorkerIsANewRun(t *testing.T) {
 			<-finish
 			return nil
 		})
-		runWorker(t, w)
+		stop := runWorker(t, w)
 		is.Equal(ev.await(t, lite.EventStarted).Generation, int64(1))
 
 		_, err := q.ReleaseUnowned(ctx, id) // generation 2; the same worker leases it again
 		is.NoErr(err)
 		// why: no heartbeat ran; the new lease itself proves the old one
 		// lost, and so does the release's commit, which may come first
-		is.True(errors.Is(recv(t, causes), lite.ErrLeaseLost))
+		cause := recv(t, causes)
+		is.True(errors.Is(cause, lite.ErrLeaseLost))
+		var lostLease *lite.LeaseLostError
+		is.True(errors.As(cause, &lostLease))
+		is.Equal([2]int64{lostLease.JobID, lostLease.Generation}, [2]int64{id, 1})
 		// The clock moves only once the new run holds its slot: a lease
 		// in flight is not yet one the worker's Reclaim knows it holds.
 		is.Equal(ev.await(t, lite.EventStarted).Generation, int64(3))
@@ -53,6 +57,7 @@ func TestAJobLeasedAgainByTheSameWorkerIsANewRun(t *testing.T) {
 		}
 		close(finish)
 		is.Equal(ev.await(t, lite.EventDone).Generation, int64(3))
+		stop()
 		w.Wait() // the old run has told its outcome too: nothing else runs
 		var started, lost []int64
 		for _, e := range ev.seen() {

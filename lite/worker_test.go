@@ -239,7 +239,7 @@ func TestFrozenWorkerIsReclaimedAndItsAckSkipped(t *testing.T) {
 	})
 }
 
-func TestALostLeaseCancelsTheHandlerWithErrLeaseLost(t *testing.T) {
+func TestALostLeaseCancelsTheHandlerWithALeaseLostError(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
 		clock := newFakeClock()
@@ -264,7 +264,11 @@ func TestALostLeaseCancelsTheHandlerWithErrLeaseLost(t *testing.T) {
 		_, err := q.ReleaseUnowned(ctx, id)
 		is.NoErr(err)
 		is.NoErr(w.Heartbeat(ctx))
-		is.True(errors.Is(recv(t, causes), lite.ErrLeaseLost))
+		cause := recv(t, causes)
+		is.True(errors.Is(cause, lite.ErrLeaseLost))
+		var lostLease *lite.LeaseLostError
+		is.True(errors.As(cause, &lostLease)) // why: the cause names the lease, as an ack's error does
+		is.Equal(*lostLease, lite.LeaseLostError{JobID: id, Generation: 1})
 		lost := ev.await(t, lite.EventLeaseLost)
 		is.Equal(lost.Generation, int64(1))
 		is.Equal(lost.CurrentGeneration, int64(2))

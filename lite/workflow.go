@@ -289,7 +289,7 @@ func (q *Queue) EnqueueWorkflow(ctx context.Context, wf Workflow) (WorkflowIDs, 
 		return WorkflowIDs{}, fmt.Errorf("enqueue workflow: %w", classify(err))
 	}
 	q.notify()
-	return out, nil
+	return out, q.afterWrite(ctx, "enqueue workflow")
 }
 
 var insertBatchSQL = stmt{

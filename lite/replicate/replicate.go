@@ -8,8 +8,10 @@
 //	r.Close() // ships the last commits; before q.Close
 //	q.Close()
 //
-// With lite.Options{AfterCommit: r.Sync} as well, an Enqueue and a
-// worker's ack return only once their commit is on the replica.
+// With lite.Options{AfterCommit: r.Sync} as well, every enqueue, ack and
+// admin's change of a job returns only once its commit is on the replica
+// (lite.Options.AfterCommit lists them); after a transaction of your own
+// that enqueued with EnqueueTx, call q.AfterCommit.
 //
 // Replicas go to a directory (file:///path, such as a NAS mount) or over
 // SFTP (sftp://user@host:port/path?key=…&host-key=…). Restore puts the

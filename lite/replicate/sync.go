@@ -32,8 +32,8 @@ var errClosed = errors.New("replicate: closed")
 
 // Sync returns once every commit before it is on the replica: call it
 // after an Enqueue or an ack that must survive the loss of the box, or
-// give it to lite.Options.AfterCommit, so that enqueues and a worker's
-// acks do. It costs a ship (about a millisecond to a local directory, a
+// give it to lite.Options.AfterCommit, so that every write a caller
+// waits on does (that option's doc lists them). It costs a ship (about a millisecond to a local directory, a
 // round trip or more over SFTP).
 //
 // Callers at the same time share one ship: a caller waits for the first
