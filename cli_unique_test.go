@@ -74,6 +74,7 @@ func TestCLIUniqueWindowsAndDebounce(t *testing.T) {
 				{"--unique-key", "k", "--debounce", "-1s"},
 				{"--unique-key", "k", "--debounce", "1m", "--delay", "1m"},
 				{"--unique-key", "k", "--debounce", "1m", "--at", "2030-01-01 00:00"},
+				{"--unique-key", "k", "--debounce", "1m", "--expires-in", "30s"},
 				{"--unique-key", "k", "--unique-for", "1h", "--file", "-"},
 			} {
 				t.Run(strings.Join(args, " "), func(t *testing.T) {

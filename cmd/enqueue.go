@@ -105,10 +105,11 @@ func (c *enqueueCmd) Validate(kctx *kong.Context) error {
 	return c.checkExpiry(time.Now())
 }
 
-// checkExpiry refuses a job due later than now that expires by its run
-// time, before the database is opened (the library refuses it too).
+// checkExpiry refuses a job due later than now (after --delay, --at or
+// --debounce) that expires by its run time, before the database is opened
+// (the library refuses it too).
 func (c *enqueueCmd) checkExpiry(now time.Time) error {
-	run, expires := cmp.Or(c.runAt, now.Add(c.Delay)), cmp.Or(c.expiresAt, now.Add(c.ExpiresIn))
+	run, expires := cmp.Or(c.runAt, now.Add(c.Delay+c.Debounce)), cmp.Or(c.expiresAt, now.Add(c.ExpiresIn)) // one of Delay and Debounce is 0
 	if run.After(now) && (c.ExpiresIn > 0 || !c.expiresAt.IsZero()) && !expires.After(run) {
 		return usagef("the job expires at %s, not after it may first run at %s: it could never start",
 			expires.UTC().Format(time.RFC3339), run.UTC().Format(time.RFC3339))
