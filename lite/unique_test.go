@@ -170,18 +170,42 @@ func TestDebounce(t *testing.T) {
 			})
 		}
 
-		t.Run("never touches a running job: the key held, the enqueue is refused", func(t *testing.T) {
-			is := is.New(t)
-			clock := newFakeClock()
-			q, _ := e.mustOpen(t, clock)
-			job := lite.NewJob{Queue: "q", UniqueKey: "k", Debounce: time.Second, Payload: []byte("1")}
-			first := mustEnqueue(t, q, job)
-			clock.Advance(time.Second)
-			mustLeaseOne(t, q, "q")
-			job.Payload = []byte("2")
-			enqueueHeld(t, q, job, first)
-			is.Equal(string(mustGet(t, q, first).Payload), "1")
-		})
+		// Each leaves the job holding the key touched, and not pending:
+		// the enqueue is refused and the job keeps its payload.
+		for name, c := range map[string]struct {
+			job  lite.NewJob
+			then func(t *testing.T, q *lite.Queue, id int64)
+		}{
+			"never touches a running job: the key held, the enqueue is refused": {
+				lite.NewJob{},
+				func(t *testing.T, q *lite.Queue, id int64) { mustLeaseOne(t, q, "q") },
+			},
+			"never touches a job that ran and waits to be retried": {
+				lite.NewJob{},
+				func(t *testing.T, q *lite.Queue, id int64) {
+					is.New(t).NoErr(q.AckFailed(t.Context(), mustLeaseOne(t, q, "q").Lease(), errors.New("boom")))
+					is.New(t).Equal(mustGet(t, q, id).State, lite.StateAvailable)
+				},
+			},
+			"never touches a job that ended without running, while its period holds the key": {
+				lite.NewJob{UniqueFor: time.Hour},
+				func(t *testing.T, q *lite.Queue, id int64) { is.New(t).NoErr(q.Cancel(t.Context(), id)) },
+			},
+		} {
+			t.Run(name, func(t *testing.T) {
+				is := is.New(t)
+				clock := newFakeClock()
+				q, _ := e.mustOpen(t, clock)
+				job := c.job
+				job.Queue, job.UniqueKey, job.Debounce, job.Payload = "q", "k", time.Second, []byte("1")
+				first := mustEnqueue(t, q, job)
+				clock.Advance(time.Second)
+				c.then(t, q, first)
+				job.Payload = []byte("2")
+				enqueueHeld(t, q, job, first)
+				is.Equal(string(mustGet(t, q, first).Payload), "1")
+			})
+		}
 
 		t.Run("never touches a running job: the key released at its start, a job is added", func(t *testing.T) {
 			is := is.New(t)
@@ -198,31 +222,6 @@ func TestDebounce(t *testing.T) {
 			is.True(!got.Debounced && got.ID != first)
 			is.Equal(string(mustGet(t, q, first).Payload), "1")
 			is.Equal(string(mustGet(t, q, got.ID).Payload), "2")
-		})
-
-		t.Run("never touches a job that ran and waits to be retried", func(t *testing.T) {
-			is := is.New(t)
-			clock := newFakeClock()
-			q, _ := e.mustOpen(t, clock)
-			job := lite.NewJob{Queue: "q", UniqueKey: "k", Debounce: time.Second, Payload: []byte("1")}
-			first := mustEnqueue(t, q, job)
-			clock.Advance(time.Second)
-			is.NoErr(q.AckFailed(t.Context(), mustLeaseOne(t, q, "q").Lease(), errors.New("boom")))
-			is.Equal(mustGet(t, q, first).State, lite.StateAvailable)
-			job.Payload = []byte("2")
-			enqueueHeld(t, q, job, first)
-			is.Equal(string(mustGet(t, q, first).Payload), "1")
-		})
-
-		t.Run("never touches a job that ended without running, while its period holds the key", func(t *testing.T) {
-			is := is.New(t)
-			q, _ := e.mustOpen(t, newFakeClock())
-			job := lite.NewJob{Queue: "q", UniqueKey: "k", UniqueFor: time.Hour, Debounce: time.Second, Payload: []byte("1")}
-			first := mustEnqueue(t, q, job)
-			is.NoErr(q.Cancel(t.Context(), first))
-			job.Payload = []byte("2")
-			enqueueHeld(t, q, job, first)
-			is.Equal(string(mustGet(t, q, first).Payload), "1")
 		})
 
 		t.Run("folds jobs of one batch into the first", func(t *testing.T) {
