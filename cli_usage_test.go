@@ -188,7 +188,7 @@ func TestEnqueueFileLinesSayWhyTheyAreRefused(t *testing.T) {
 		`{"run_at": "monday"}`:     `"run_at" "monday" is not an RFC 3339 time (2026-12-01T21:37:05Z)`,
 		`{"delay": "5 min"}`:       `"delay" "5 min" is not a duration (90s, 5m, 1h30m, 7d)`,
 		`{"queue": "a"} {}`:        `text after the job's JSON object: give one object per line`,
-		`{"payload": "a", "x": 1}`: `unknown field "x": a line may have queue, kind, payload, priority, delay, run_at, max_attempts, unique_key, tags, meta, after, on_dep_failure, callback, name, after_names, key, expires_in, expires_at`,
+		`{"payload": "a", "x": 1}`: `unknown field "x": a line may have queue, kind, payload, priority, delay, run_at, max_attempts, unique_key, unique_for, unique_until, debounce, tags, meta, after, on_dep_failure, callback, name, after_names, key, expires_in, expires_at`,
 		`{"expires_in": "soon"}`:   `"expires_in" "soon" is not a duration (90s, 5m, 1h30m, 7d)`,
 		`{"expires_at": "monday"}`: `"expires_at" "monday" is not an RFC 3339 time (2026-12-01T21:37:05Z)`,
 	} {

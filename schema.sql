@@ -29,7 +29,7 @@ CREATE TABLE lite_jobs (
     created_at   integer not null,
     finished_at  integer
 , stale_after_ms integer, tags text not null default '[]', meta text not null default '{}', progress text, progress_note text, log_tail text, deps_pending integer not null default 0, has_dependents integer not null default 0, on_dep_failure text not null default 'cancel'
-    check (on_dep_failure in ('cancel', 'run', 'block')), callback text, batch_id integer, expires_at integer, job_key text) strict;
+    check (on_dep_failure in ('cancel', 'run', 'block')), callback text, batch_id integer, expires_at integer, job_key text, unique_hold text check (unique_hold in ('period', 'started', 'finished'))) strict;
 
 CREATE INDEX lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
     where state = 'available';
@@ -39,9 +39,6 @@ CREATE INDEX lite_jobs_ready on lite_jobs (priority desc, run_at, id)
 
 CREATE INDEX lite_jobs_finished on lite_jobs (finished_at)
     where state in ('done', 'dead', 'cancelled');
-
-CREATE UNIQUE INDEX lite_jobs_unique_key on lite_jobs (queue, unique_key)
-    where unique_key is not null and state in ('available', 'running');
 
 CREATE INDEX lite_jobs_running on lite_jobs (heartbeat_at + coalesce(stale_after_ms, 30000))
     where state = 'running';
@@ -205,3 +202,32 @@ CREATE INDEX lite_jobs_key_running on lite_jobs (queue, job_key)
 
 CREATE INDEX lite_jobs_key_order on lite_jobs (queue, job_key, id)
     where job_key is not null and state <> 'done';
+
+CREATE UNIQUE INDEX lite_jobs_unique_key on lite_jobs (queue, unique_key)
+    where unique_key is not null and unique_hold is null and state in ('available', 'running');
+
+CREATE TABLE lite_unique (
+    queue      text    not null,
+    unique_key text    not null,
+    job_id     integer not null,
+    held_until integer not null,
+    released   integer not null check (released in (0, 1)),
+    primary key (queue, unique_key)
+) strict, without rowid;
+
+CREATE INDEX lite_unique_holder on lite_unique (job_id) where released = 0;
+
+CREATE INDEX lite_unique_lapsing on lite_unique (held_until) where released = 1;
+
+CREATE TRIGGER lite_unique_release after update of state on lite_jobs
+    when new.unique_hold in ('started', 'finished') and new.state <> old.state
+        and (new.state in ('done', 'dead', 'cancelled') or (new.unique_hold = 'started' and new.state = 'running'))
+begin
+    update lite_unique set released = 1 where job_id = new.id and released = 0;
+end;
+
+CREATE TRIGGER lite_unique_deleted after delete on lite_jobs
+    when old.unique_hold in ('started', 'finished')
+begin
+    update lite_unique set released = 1 where job_id = old.id and released = 0;
+end;

@@ -27,7 +27,10 @@ type enqueueCmd struct {
 	Delay       time.Duration     `help:"Run no sooner than this from now (e.g. 90s, 5m)."`
 	At          string            `placeholder:"TIME" help:"Run no sooner than this time: local time as 2026-12-01 21:37 or 2026-12-01 21:37:05, or RFC 3339 (2026-12-01T21:37:05Z, 2026-12-01T21:37:05+01:00)."`
 	MaxAttempts int               `help:"Attempts before the job is dead (default 10)."`
-	UniqueKey   string            `help:"At most one unfinished job with this key in the queue."`
+	UniqueKey   string            `help:"At most one unfinished job with this key in the queue (see --unique-for, --unique-until, --debounce)."`
+	UniqueFor   time.Duration     `placeholder:"D" help:"With --unique-key: hold the key this long after the job is enqueued, whatever becomes of it (e.g. 10m, 1d)."`
+	UniqueUntil string            `placeholder:"STATE" help:"With --unique-key: hold the key until the job has started or finished (started, finished), after --unique-for if given."`
+	Debounce    time.Duration     `placeholder:"D" help:"With --unique-key: if the job holding the key has not started, give it this payload and run it this long from now instead of adding a job (e.g. 30s); the id printed is that job's."`
 	Tag         []string          `help:"Tag the job (repeat, or a,b); lite ls --tag finds it."`
 	Meta        map[string]string `mapsep:"none" placeholder:"KEY=VALUE" help:"Metadata the job carries (repeat for more keys)."`
 	After       []int64           `placeholder:"ID" help:"Wait for these jobs (repeat, or 1,2): blocked until they are done."`
@@ -68,12 +71,15 @@ type jsonLine struct {
 	Key         string            `json:"key"`
 	ExpiresIn   string            `json:"expires_in"`
 	ExpiresAt   string            `json:"expires_at"`
+	UniqueFor   string            `json:"unique_for"`
+	UniqueUntil string            `json:"unique_until"`
+	Debounce    string            `json:"debounce"`
 }
 
 // Validate refuses a queue, kind, tag, attempts or key no job can have,
 // and reads --at.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
-	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkMaxAttempts(c.MaxAttempts), checkKey(kctx, c.Key), c.checkFollows(kctx), c.check()); err != nil {
+	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkMaxAttempts(c.MaxAttempts), checkKey(kctx, c.Key), c.checkFollows(kctx), c.checkUnique(kctx), c.check()); err != nil {
 		return err
 	}
 	if c.At != "" || flagGiven(kctx, "at") { // --at "$WHEN" with WHEN unset is no time, not now
@@ -99,10 +105,11 @@ func (c *enqueueCmd) Validate(kctx *kong.Context) error {
 	return c.checkExpiry(time.Now())
 }
 
-// checkExpiry refuses a job due later than now that expires by its run
-// time, before the database is opened (the library refuses it too).
+// checkExpiry refuses a job due later than now (after --delay, --at or
+// --debounce) that expires by its run time, before the database is opened
+// (the library refuses it too).
 func (c *enqueueCmd) checkExpiry(now time.Time) error {
-	run, expires := cmp.Or(c.runAt, now.Add(c.Delay)), cmp.Or(c.expiresAt, now.Add(c.ExpiresIn))
+	run, expires := cmp.Or(c.runAt, now.Add(c.Delay+c.Debounce)), cmp.Or(c.expiresAt, now.Add(c.ExpiresIn)) // one of Delay and Debounce is 0
 	if run.After(now) && (c.ExpiresIn > 0 || !c.expiresAt.IsZero()) && !expires.After(run) {
 		return usagef("the job expires at %s, not after it may first run at %s: it could never start",
 			expires.UTC().Format(time.RFC3339), run.UTC().Format(time.RFC3339))
@@ -139,6 +146,49 @@ func (c *enqueueCmd) checkFollows(kctx *kong.Context) error {
 		return usagef("--batch needs --file: a batch is the file's jobs")
 	}
 	return nil
+}
+
+// checkUnique refuses --unique-for, --unique-until and --debounce that
+// cannot be used as given.
+func (c *enqueueCmd) checkUnique(kctx *kong.Context) error {
+	given := ""
+	for _, flag := range []string{"debounce", "unique-until", "unique-for"} {
+		if flagGiven(kctx, flag) {
+			given = "--" + flag
+		}
+	}
+	switch {
+	case given == "":
+		return nil
+	case c.File != "":
+		return usagef("%s: give it in the file's lines (unique_for, unique_until, debounce), not as a flag with --file", given)
+	case c.UniqueKey == "":
+		return usagef("%s needs --unique-key", given)
+	case c.UniqueFor < 0:
+		return usagef("--unique-for %s is negative", c.UniqueFor)
+	case c.Debounce < 0:
+		return usagef("--debounce %s is negative", c.Debounce)
+	case flagGiven(kctx, "unique-for") && c.UniqueFor == 0:
+		return usagef("--unique-for 0 holds the key for no time: give a period, or leave it out")
+	case flagGiven(kctx, "debounce") && c.Debounce == 0:
+		return usagef("--debounce 0 would run the job at once: give a delay, or leave it out")
+	case flagGiven(kctx, "debounce") && (c.Delay != 0 || c.At != ""):
+		return usagef("give --debounce or --delay or --at, one of them: --debounce sets the run time")
+	}
+	return checkUniqueUntil("--unique-until", c.UniqueUntil, flagGiven(kctx, "unique-until"))
+}
+
+// checkUniqueUntil refuses a unique-until that is not a state lite knows.
+func checkUniqueUntil(what, until string, given bool) error {
+	switch lite.UniqueUntil(until) {
+	case lite.UniqueUntilStarted, lite.UniqueUntilFinished:
+		return nil
+	case "":
+		if !given {
+			return nil
+		}
+	}
+	return usagef("%s %q is not started or finished", what, until)
 }
 
 // parseAt reads an --at: RFC 3339, or a date and a time of day (with or
@@ -192,15 +242,20 @@ func (c *enqueueCmd) enqueue(ctx context.Context, env Env, g *globals, q *lite.Q
 	if err != nil {
 		return err
 	}
-	id, err := q.Enqueue(ctx, lite.NewJob{Queue: c.Queue, Kind: c.Kind, Payload: payload, Priority: c.Priority,
+	got, err := q.EnqueueOne(ctx, lite.NewJob{Queue: c.Queue, Kind: c.Kind, Payload: payload, Priority: c.Priority,
 		RunAt: c.runAt, Delay: c.Delay, MaxAttempts: c.MaxAttempts, UniqueKey: c.UniqueKey, Tags: c.Tag, Meta: c.Meta,
 		DependsOn: c.After, OnDependencyFailure: lite.DependencyPolicy(c.OnDepFail), Callback: callback(c.Callback),
-		Key: c.Key, ExpiresIn: c.ExpiresIn, ExpiresAt: c.expiresAt})
+		Key: c.Key, ExpiresIn: c.ExpiresIn, ExpiresAt: c.expiresAt,
+		UniqueFor: c.UniqueFor, UniqueUntil: lite.UniqueUntil(c.UniqueUntil), Debounce: c.Debounce})
+	id := got.ID
 	if errors.Is(err, lite.ErrDuplicate) {
 		return fmt.Errorf("enqueue: unique key %q is held by job %d", c.UniqueKey, id)
 	}
 	if err != nil {
 		return err
+	}
+	if got.Debounced {
+		fmt.Fprintf(env.Stderr, "enqueue: debounced into job %d, which had not started\n", id)
 	}
 	if c.Wait {
 		return waitAndPrint(ctx, env, g.JSON, q, []int64{id}, c.Timeout)
@@ -264,10 +319,10 @@ const enqueueBatchSize = 1000
 // fileEnqueue is the progress of enqueue --file: the jobs committed so
 // far, and the batch being gathered with the file line of each of its jobs.
 type fileEnqueue struct {
-	name              string
-	added, duplicates int
-	batch             []lite.NewJob
-	lines             []int
+	name                         string
+	added, duplicates, debounced int
+	batch                        []lite.NewJob
+	lines                        []int
 	// steps are the batch's jobs as steps. A file whose lines name each
 	// other (name, after_names), or that makes one batch, goes in whole,
 	// as one workflow in one transaction.
@@ -306,9 +361,12 @@ func (f *fileEnqueue) flush(ctx context.Context, q *lite.Queue) error {
 		return f.fail(fmt.Sprintf("lines %d-%d", f.lines[0], f.lines[len(f.lines)-1]), 0, err)
 	}
 	for _, e := range got {
-		if e.Duplicate {
+		switch {
+		case e.Duplicate:
 			f.duplicates++
-		} else {
+		case e.Debounced:
+			f.debounced++
+		default:
 			f.added++
 		}
 	}
@@ -387,7 +445,7 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 		if err := f.flush(ctx, q); err != nil {
 			return err
 		}
-		progress.committed(f.added + f.duplicates)
+		progress.committed(f.added + f.duplicates + f.debounced)
 		return nil
 	})
 	if err != nil {
@@ -404,9 +462,14 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 		return writeJSON(env.Stdout, struct {
 			Enqueued   int `json:"enqueued"`
 			Duplicates int `json:"duplicates"`
-		}{f.added, f.duplicates})
+			Debounced  int `json:"debounced,omitempty"`
+		}{f.added, f.duplicates, f.debounced})
 	}
-	_, err = fmt.Fprintf(env.Stdout, "enqueued %d jobs (%d duplicates skipped)\n", f.added, f.duplicates)
+	debounced := ""
+	if f.debounced > 0 {
+		debounced = fmt.Sprintf(", %d debounced into jobs not yet started", f.debounced)
+	}
+	_, err = fmt.Fprintf(env.Stdout, "enqueued %d jobs (%d duplicates skipped%s)\n", f.added, f.duplicates, debounced)
 	return err
 }
 
@@ -524,7 +587,7 @@ func (c *enqueueCmd) enqueueWorkflow(ctx context.Context, env Env, g *globals, q
 var errNotAnObject = errors.New(`not a JSON object: each line is one job, as {"payload": "hello", "queue": "mail"}`)
 
 // lineFields are the fields a line may have.
-const lineFields = "queue, kind, payload, priority, delay, run_at, max_attempts, unique_key, tags, meta, after, on_dep_failure, callback, name, after_names, key, expires_in, expires_at"
+const lineFields = "queue, kind, payload, priority, delay, run_at, max_attempts, unique_key, unique_for, unique_until, debounce, tags, meta, after, on_dep_failure, callback, name, after_names, key, expires_in, expires_at"
 
 // lineError words why a line did not decode, for a person fixing the file.
 func lineError(err error) error {
@@ -586,6 +649,16 @@ func (c *enqueueCmd) lineExpiry(j *lite.NewJob, l jsonLine) error {
 	return nil
 }
 
+// lineUnique sets j's UniqueUntil from its line, refusing a state lite
+// does not know before the database is asked.
+func lineUnique(j *lite.NewJob, l jsonLine) error {
+	if err := checkUniqueUntil(`"unique_until"`, l.UniqueUntil, l.UniqueUntil != ""); err != nil {
+		return errors.Unwrap(err) // a line's error, worded as such, not a usage error
+	}
+	j.UniqueUntil = lite.UniqueUntil(l.UniqueUntil)
+	return nil
+}
+
 // parseLine reads one JSON line; flags give the defaults for what it
 // leaves out.
 func (c *enqueueCmd) parseLine(text []byte) (lite.Step, error) {
@@ -629,12 +702,24 @@ func (c *enqueueCmd) lineJob(l jsonLine) (lite.NewJob, error) {
 	if j.Meta == nil {
 		j.Meta = c.Meta
 	}
-	if l.Delay != "" {
-		d, err := parseDuration(l.Delay)
-		if err != nil {
-			return j, fmt.Errorf(`"delay" %q is not a duration (90s, 5m, 1h30m, 7d)`, l.Delay)
+	if err := lineUnique(&j, l); err != nil {
+		return j, err
+	}
+	for _, f := range []struct {
+		name, text string
+		d          *time.Duration
+	}{{"delay", l.Delay, &j.Delay}, {"unique_for", l.UniqueFor, &j.UniqueFor}, {"debounce", l.Debounce, &j.Debounce}} {
+		if f.text == "" {
+			continue
 		}
-		j.Delay = d
+		d, err := parseDuration(f.text)
+		if err != nil {
+			return j, fmt.Errorf(`%q %q is not a duration (90s, 5m, 1h30m, 7d)`, f.name, f.text)
+		}
+		if d == 0 && f.d != &j.Delay {
+			return j, fmt.Errorf(`%q %q is no time: give a positive duration, or leave it out`, f.name, f.text)
+		}
+		*f.d = d
 	}
 	var s string
 	switch {

@@ -189,10 +189,10 @@ func isUniqueViolation(err error) bool {
 var keyHolderSQL = stmt{
 	sqlite: `select h.id, h.unique_key from lite_jobs j
 join lite_jobs h on h.queue = j.queue and h.unique_key = j.unique_key
-where j.id = ? and h.state in ('available', 'running')`,
+where j.id = ? and h.unique_hold is null and h.state in ('available', 'running')`,
 	postgres: `select h.id, h.unique_key from lite_jobs j
 join lite_jobs h on h.queue = j.queue and h.unique_key = j.unique_key
-where j.id = $1 and h.state in ('available', 'running')`,
+where j.id = $1 and h.unique_hold is null and h.state in ('available', 'running')`,
 }
 
 // keyHolder names the unfinished job that holds job id's unique key.

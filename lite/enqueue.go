@@ -38,8 +38,31 @@ type NewJob struct {
 	MaxAttempts int
 	// UniqueKey, if set, admits one unfinished (available or running) job
 	// with this key in the queue. Enqueueing another returns ErrDuplicate
-	// and the id of the job already there.
+	// and the id of the job already there. UniqueFor and UniqueUntil hold
+	// the key otherwise; Debounce folds an enqueue into the job holding it.
 	UniqueKey string
+	// UniqueFor, with UniqueKey, holds the key for this long after the job
+	// is enqueued, whatever state the job reaches (done included): no
+	// other job with the key is admitted to the queue until it has passed,
+	// nor, with UniqueUntil, until the job has reached that state too.
+	// It counts in whole milliseconds, rounded up.
+	UniqueFor time.Duration
+	// UniqueUntil, with UniqueKey, is the state of the job that releases
+	// its key: UniqueUntilStarted or UniqueUntilFinished (after UniqueFor,
+	// if that is set too). Left empty, the key is held while the job is
+	// unfinished or, with UniqueFor, for that period alone. Keys held
+	// this way and keys held while unfinished do not see each other: give
+	// one key one setting.
+	UniqueUntil UniqueUntil
+	// Debounce, with UniqueKey, folds the enqueue into the job holding the
+	// key if that job has not started yet (available, never leased): it
+	// takes this job's payload and expiry, its run time moves to Debounce
+	// from now, and the enqueue returns its id, with Enqueued.Debounced
+	// set, instead of adding a job. A job that has started is never
+	// touched: the enqueue then adds a job as it would without Debounce
+	// (or returns ErrDuplicate while the key holds), to run Debounce from
+	// now. Set Debounce, RunAt or Delay, one of them.
+	Debounce time.Duration
 	// Tags label the job, to find it by (ListFilter.Tags, lite ls --tag):
 	// up to MaxTags, each up to MaxTagBytes, printable, without a comma.
 	// They are stored sorted, each once.
@@ -132,6 +155,7 @@ type jobRow struct {
 	follows     follows
 	key         sql.NullString
 	expiresAt   sql.NullInt64
+	unique      uniqueHold
 }
 
 func (q *Queue) validate(j NewJob) (jobRow, error) {
@@ -171,6 +195,12 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 		return r, fmt.Errorf("negative delay %s", j.Delay)
 	case j.Delay > 0 && !j.RunAt.IsZero():
 		return r, errors.New("both RunAt and Delay set")
+	case j.Debounce < 0:
+		return r, fmt.Errorf("negative debounce %s", j.Debounce)
+	case j.Debounce > 0 && (j.Delay > 0 || !j.RunAt.IsZero()):
+		return r, errors.New("both Debounce and RunAt or Delay set")
+	case j.Debounce > 0:
+		runAt = now.Add(j.Debounce)
 	case j.Delay > 0:
 		runAt = now.Add(j.Delay)
 	case !j.RunAt.IsZero():
@@ -183,6 +213,9 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 	}
 	r.runAt = runAt.UnixMilli()
 	if err := r.setKeyAndExpiry(j, now); err != nil {
+		return r, err
+	}
+	if r.unique, err = validateUnique(j); err != nil {
 		return r, err
 	}
 	switch {
@@ -234,37 +267,67 @@ func (r *jobRow) setKeyAndExpiry(j NewJob, now time.Time) error {
 
 // The conflict target names the partial unique index, so a duplicate key
 // inserts nothing and returns no row instead of failing the transaction.
+// A job whose key holds for a period or until a state (unique_hold set)
+// is not in that index: lite_unique holds its key (see insertHeld).
 var insertJobSQL = stmt{
 	sqlite: `insert into lite_jobs
-    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta, job_key, expires_at)
-values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-on conflict (queue, unique_key) where unique_key is not null and state in ('available', 'running')
+    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta, job_key, expires_at, unique_hold)
+values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+on conflict (queue, unique_key) where unique_key is not null and unique_hold is null and state in ('available', 'running')
 do nothing
 returning id`,
 	postgres: `insert into lite_jobs
-    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta, job_key, expires_at)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, $10::text::jsonb, $11, $12)
-on conflict (queue, unique_key) where unique_key is not null and state in ('available', 'running')
+    (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta, job_key, expires_at, unique_hold)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, $10::text::jsonb, $11, $12, $13)
+on conflict (queue, unique_key) where unique_key is not null and unique_hold is null and state in ('available', 'running')
 do nothing
 returning id`,
 }
 
 var uniqueHolderSQL = stmt{
 	sqlite: `select id from lite_jobs
-where queue = ? and unique_key = ? and state in ('available', 'running')`,
+where queue = ? and unique_key = ? and unique_hold is null and state in ('available', 'running')`,
 	postgres: `select id from lite_jobs
-where queue = $1 and unique_key = $2 and state in ('available', 'running')`,
+where queue = $1 and unique_key = $2 and unique_hold is null and state in ('available', 'running')`,
 }
 
-// insert adds one validated job. On a duplicate unique key it returns the
-// id of the job holding the key, and ErrDuplicate.
-func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (int64, error) {
+// insert adds one validated job, or with Debounce folds it into the
+// pending job holding its key. On a held unique key it returns the id of
+// the job holding the key, and ErrDuplicate.
+func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (Enqueued, error) {
+	if r.unique.debounce {
+		if id, ok, err := q.debounce(ctx, c, r); err != nil || ok {
+			return Enqueued{ID: id, Debounced: ok}, err
+		}
+	}
+	var id int64
+	var err error
+	if r.unique.hold.Valid {
+		id, err = q.insertHeld(ctx, c, r)
+	} else {
+		id, err = q.insertUnfinished(ctx, c, r)
+	}
+	return Enqueued{ID: id, Duplicate: errors.Is(err, ErrDuplicate)}, err
+}
+
+// insertRow runs insertJobSQL for r; a held key while unfinished returns
+// sql.ErrNoRows.
+func (q *Queue) insertRow(ctx context.Context, c conn, r jobRow) (int64, error) {
+	var id int64
+	err := c.QueryRowContext(ctx, q.sql(insertJobSQL), r.queue, r.kind, r.payload, r.priority, r.runAt,
+		r.maxAttempts, r.uniqueKey, q.nowOn(c).UnixMilli(), orEmpty(r.tags, emptyTags), orEmpty(r.meta, emptyMeta), r.key, r.expiresAt,
+		r.unique.hold).Scan(&id)
+	return id, err
+}
+
+// insertUnfinished adds a job without a key, or with one held while it is
+// unfinished (the partial unique index). On a held key it returns the id
+// of the job holding it, and ErrDuplicate.
+func (q *Queue) insertUnfinished(ctx context.Context, c conn, r jobRow) (int64, error) {
 	// Outside a transaction the holder can finish between the insert and
 	// the look-up; the key is then free, so try again.
 	for range 3 {
-		var id int64
-		err := c.QueryRowContext(ctx, q.sql(insertJobSQL), r.queue, r.kind, r.payload, r.priority, r.runAt,
-			r.maxAttempts, r.uniqueKey, q.nowOn(c).UnixMilli(), orEmpty(r.tags, emptyTags), orEmpty(r.meta, emptyMeta), r.key, r.expiresAt).Scan(&id)
+		id, err := q.insertRow(ctx, c, r)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return id, err
 		}
@@ -280,37 +343,47 @@ func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (int64, error) {
 	return 0, fmt.Errorf("key %q: its holder keeps changing; try again", r.uniqueKey.String)
 }
 
-// Enqueue adds a job and returns its id. With a unique key already held by
-// an unfinished job in the queue it returns that job's id and ErrDuplicate.
+// Enqueue adds a job and returns its id. With a unique key already held
+// in the queue it returns the holder's id and ErrDuplicate; with Debounce
+// it may return the id of the pending job it folded into (EnqueueOne says
+// which).
 func (q *Queue) Enqueue(ctx context.Context, j NewJob) (int64, error) {
+	out, err := q.EnqueueOne(ctx, j)
+	return out.ID, err
+}
+
+// EnqueueOne is Enqueue, and says what became of the job: added,
+// Duplicate (with ErrDuplicate), or Debounced into a pending job (see
+// NewJob.Debounce).
+func (q *Queue) EnqueueOne(ctx context.Context, j NewJob) (Enqueued, error) {
 	return q.interceptedOne(ctx, j, q.enqueue)
 }
 
-func (q *Queue) enqueue(ctx context.Context, j NewJob) (int64, error) {
+func (q *Queue) enqueue(ctx context.Context, j NewJob) (Enqueued, error) {
 	r, err := q.validate(j)
 	if err != nil {
-		return 0, fmt.Errorf("enqueue %s: %w", r.queue, err)
+		return Enqueued{}, fmt.Errorf("enqueue %s: %w", r.queue, err)
 	}
 	if insideAckWrites(ctx) {
-		return 0, fmt.Errorf("enqueue %s: %w", r.queue, errWriteInsideAck)
+		return Enqueued{}, fmt.Errorf("enqueue %s: %w", r.queue, errWriteInsideAck)
 	}
-	var id int64
-	if r.follows.any() {
+	var out Enqueued
+	if r.follows.any() || r.unique.inTx() {
 		err = q.withTx(ctx, func(tx txConn) (err error) {
-			id, err = q.insertFollowing(ctx, tx, r)
+			out, err = q.insertFollowing(ctx, tx, r)
 			return err
 		})
 	} else {
 		err = q.write(ctx, q.sql(insertJobSQL), func(c conn) (err error) {
-			id, err = q.insert(ctx, c, r) // created_at read once the lock is held
+			out, err = q.insert(ctx, c, r) // created_at read once the lock is held
 			return err
 		})
 	}
 	if err != nil {
-		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
+		return out, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
 	}
 	q.notify()
-	return id, q.afterWrite(ctx, "enqueue "+r.queue)
+	return out, q.afterWrite(ctx, "enqueue "+r.queue)
 }
 
 // EnqueueTx adds a job inside the caller's transaction on the same file:
@@ -322,31 +395,54 @@ func (q *Queue) enqueue(ctx context.Context, j NewJob) (int64, error) {
 // Options.AfterCommit, since the caller commits: call Queue.AfterCommit
 // once the transaction has.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, error) {
-	return q.interceptedOne(ctx, j, func(ctx context.Context, j NewJob) (int64, error) { return q.enqueueTx(ctx, tx, j) })
+	out, err := q.EnqueueOneTx(ctx, tx, j)
+	return out.ID, err
 }
 
-func (q *Queue) enqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (int64, error) {
+// EnqueueOneTx is EnqueueTx, and says what became of the job, as
+// EnqueueOne does.
+func (q *Queue) EnqueueOneTx(ctx context.Context, tx *sql.Tx, j NewJob) (Enqueued, error) {
+	return q.interceptedOne(ctx, j, func(ctx context.Context, j NewJob) (Enqueued, error) { return q.enqueueTx(ctx, tx, j) })
+}
+
+func (q *Queue) enqueueTx(ctx context.Context, tx *sql.Tx, j NewJob) (Enqueued, error) {
 	r, err := q.validate(j)
 	if err != nil {
-		return 0, fmt.Errorf("enqueue %s: %w", r.queue, err)
+		return Enqueued{}, fmt.Errorf("enqueue %s: %w", r.queue, err)
 	}
-	id, err := q.insertFollowing(ctx, tx, r)
+	var out Enqueued
+	insert := func() (err error) {
+		out, err = q.insertFollowing(ctx, tx, r)
+		return err
+	}
+	if r.unique.hold.Valid {
+		// A key taken and then a failed insert must not stay in the
+		// caller's transaction: the key would be held by no job.
+		err = inSavepoint(ctx, tx, insert)
+	} else {
+		err = insert()
+	}
 	if err != nil {
-		return id, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
+		return out, fmt.Errorf("enqueue %s: %w", r.queue, classify(err))
 	}
 	// No wake-up here: the job is visible only once the caller commits,
 	// and a worker woken now would wait on the caller's write lock. The
 	// commit reaches idle workers as one by another connection, through
 	// the WAL watch or the data_version poll.
-	return id, nil
+	return out, nil
 }
 
-// Enqueued is the outcome of one job of EnqueueBatch and EnqueueBatchTx.
+// Enqueued is the outcome of one job of EnqueueOne, EnqueueBatch and
+// EnqueueBatchTx.
 type Enqueued struct {
 	ID int64
-	// Duplicate is true when the job was not added because an unfinished
-	// job held its unique key; ID is then that job's id.
+	// Duplicate is true when the job was not added because another job
+	// held its unique key; ID is then that job's id.
 	Duplicate bool
+	// Debounced is true when the job was not added but folded into the
+	// pending job holding its unique key (see NewJob.Debounce); ID is
+	// then that job's id.
+	Debounced bool
 }
 
 // EnqueueBatch adds many jobs in one transaction: all of them or, on an
@@ -440,19 +536,19 @@ func (q *Queue) CheckJob(j NewJob) error {
 
 // insertFollowing inserts one validated job on c, inside a transaction,
 // with what it waits for and calls back.
-func (q *Queue) insertFollowing(ctx context.Context, c conn, r jobRow) (int64, error) {
-	id, err := q.insert(ctx, c, r)
-	if err != nil || !r.follows.any() {
-		return id, err
+func (q *Queue) insertFollowing(ctx context.Context, c conn, r jobRow) (Enqueued, error) {
+	out, err := q.insert(ctx, c, r)
+	if err != nil || out.Debounced || !r.follows.any() {
+		return out, err
 	}
-	return id, q.follow(ctx, c, id, r.follows)
+	return out, q.follow(ctx, c, out.ID, r.follows)
 }
 
 // followAll stores, for every job of a batch just inserted, what it waits
 // for and calls back.
 func (q *Queue) followAll(ctx context.Context, c conn, rows []jobRow, out []Enqueued) error {
 	for i, r := range rows {
-		if out[i].Duplicate || !r.follows.any() {
+		if out[i].Duplicate || out[i].Debounced || !r.follows.any() {
 			continue
 		}
 		if err := q.follow(ctx, c, out[i].ID, r.follows); err != nil {
@@ -497,15 +593,11 @@ func (q *Queue) insertRows(ctx context.Context, c conn, rows []jobRow) ([]Enqueu
 func (q *Queue) insertEach(ctx context.Context, c conn, rows []jobRow) ([]Enqueued, error) {
 	out := make([]Enqueued, len(rows))
 	for i, r := range rows {
-		id, err := q.insert(ctx, c, r)
-		if errors.Is(err, ErrDuplicate) {
-			out[i] = Enqueued{ID: id, Duplicate: true}
-			continue
-		}
-		if err != nil {
+		got, err := q.insert(ctx, c, r)
+		if err != nil && !got.Duplicate {
 			return nil, fmt.Errorf("job %d: %w", i, err)
 		}
-		out[i] = Enqueued{ID: id}
+		out[i] = got
 	}
 	return out, nil
 }

@@ -54,16 +54,16 @@ func (q *Queue) intercepted(ctx context.Context, jobs []NewJob, insert EnqueueFu
 
 // interceptedOne runs insert on one job through the queue's enqueue
 // middleware, as a batch of one.
-func (q *Queue) interceptedOne(ctx context.Context, j NewJob, insert func(context.Context, NewJob) (int64, error)) (int64, error) {
+func (q *Queue) interceptedOne(ctx context.Context, j NewJob, insert func(context.Context, NewJob) (Enqueued, error)) (Enqueued, error) {
 	if len(q.opts.EnqueueMiddleware) == 0 {
 		return insert(ctx, j)
 	}
 	out, err := q.intercepted(ctx, []NewJob{j}, func(ctx context.Context, jobs []NewJob) ([]Enqueued, error) {
-		id, err := insert(ctx, jobs[0])
-		return []Enqueued{{ID: id, Duplicate: errors.Is(err, ErrDuplicate)}}, err
+		got, err := insert(ctx, jobs[0])
+		return []Enqueued{got}, err
 	})
 	if len(out) != 1 {
-		return 0, err
+		return Enqueued{}, err
 	}
-	return out[0].ID, err
+	return out[0], err
 }

@@ -53,6 +53,9 @@ type CleanReport struct {
 	// Deleted is how many finished jobs were past their retention and
 	// deleted.
 	Deleted int64
+	// LapsedKeys is how many holds of unique keys (NewJob.UniqueFor,
+	// UniqueUntil) had lapsed and were deleted, whatever the retention.
+	LapsedKeys int64
 	// Batches is how many delete transactions it took.
 	Batches int
 	// LongestBatch is the wall time of the slowest of its write
@@ -93,6 +96,9 @@ func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 			return rep, fmt.Errorf("clean %s jobs: %w", s.state, err)
 		}
 	}
+	if err := q.cleanBatches(ctx, &rep, cleanHoldsSQL, func(n int64) { rep.LapsedKeys += n }, now, cleanBatch); err != nil {
+		return rep, fmt.Errorf("clean lapsed unique keys: %w", err)
+	}
 	if !q.engine.onServer() && ctx.Err() == nil {
 		freed, err := q.vacuumFreePages(ctx, &rep)
 		rep.FreedPages = freed
@@ -106,9 +112,20 @@ func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 // cleanState deletes state's jobs that finished at or before cutoff (unix
 // milliseconds), a batch at a time, until a batch comes back short.
 func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *CleanReport) error {
+	deleted := func(n int64) {
+		rep.Deleted += n
+		q.finishedSome()
+	}
+	return q.cleanBatches(ctx, rep, cleanSQL, deleted, state, cutoff, cleanBatch)
+}
+
+// cleanBatches runs s, a delete of up to cleanBatch rows (its last
+// argument), a batch at a time until a batch comes back short, and hands
+// deleted the count of each batch that deleted any.
+func (q *Queue) cleanBatches(ctx context.Context, rep *CleanReport, s stmt, deleted func(n int64), args ...any) error {
 	for ctx.Err() == nil {
 		start := time.Now()
-		res, err := q.writer().ExecContext(ctx, q.sql(cleanSQL), state, cutoff, cleanBatch)
+		res, err := q.writer().ExecContext(ctx, q.sql(s), args...)
 		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // stopped before the statement began
 		}
@@ -127,8 +144,7 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 		}
 		if n > 0 {
 			rep.Batches++
-			rep.Deleted += n
-			q.finishedSome()
+			deleted(n)
 		}
 		if n < cleanBatch {
 			return nil

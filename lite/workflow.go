@@ -74,6 +74,11 @@ func decodeCallback(text string) (*Callback, error) {
 // this one became available would fail the ack that unblocks it.
 var errBlockedKey = errors.New("a job that waits for others cannot have a unique key")
 
+// errWorkflowHold refuses UniqueFor, UniqueUntil and Debounce in a
+// workflow: a step folded into a job enqueued before would tie the
+// workflow's graph and batch to a job that is not the workflow's.
+var errWorkflowHold = errors.New("a workflow's step cannot have UniqueFor, UniqueUntil or Debounce")
+
 // follows is what a job has of composite work: the jobs it waits for,
 // its policy, its callback, its batch.
 type follows struct {
@@ -250,8 +255,13 @@ func (q *Queue) EnqueueWorkflow(ctx context.Context, wf Workflow) (WorkflowIDs, 
 	}
 	rows := make([]jobRow, len(wf.Steps))
 	for i, s := range wf.Steps {
-		if rows[i], err = q.validate(s.Job); err == nil && len(s.After) > 0 && s.Job.UniqueKey != "" {
+		rows[i], err = q.validate(s.Job)
+		switch {
+		case err != nil:
+		case len(s.After) > 0 && s.Job.UniqueKey != "":
 			err = errBlockedKey
+		case rows[i].unique.hold.Valid || rows[i].unique.debounce:
+			err = errWorkflowHold
 		}
 		if err != nil {
 			return WorkflowIDs{}, fmt.Errorf("enqueue workflow: step %q: %w", s.Name, err)
@@ -305,11 +315,11 @@ func (q *Queue) insertStep(ctx context.Context, c conn, s Step, r jobRow, names 
 		}
 	}
 	f.batch = sql.NullInt64{Int64: batch, Valid: batch != 0}
-	id, err := q.insert(ctx, c, r)
+	out, err := q.insert(ctx, c, r)
 	if err != nil || !f.any() {
-		return id, err
+		return out.ID, err
 	}
-	return id, q.follow(ctx, c, id, f)
+	return out.ID, q.follow(ctx, c, out.ID, f)
 }
 
 // workflowOrder returns the steps' indexes in an order where each comes
