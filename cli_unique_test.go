@@ -103,7 +103,7 @@ func TestCLIUniqueWindowsAndDebounce(t *testing.T) {
 				`{"unique_key": "k", "unique_for": "0d"}`:     `"unique_for" "0d" is no time`,
 			} {
 				r := runLite(t, db, line+"\n", "enqueue", "--file", "-")
-				is.Equal(r.code, 1)
+				is.Equal(r.code, 2) // a bad line of a file is bad input
 				is.True(strings.Contains(r.stderr, "line 1: "))
 				is.True(strings.Contains(r.stderr, why))
 			}
