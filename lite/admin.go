@@ -105,13 +105,22 @@ func (q *Queue) Cancel(ctx context.Context, id int64) error {
 // all done goes back to blocked, waiting for those (see retryWaits).
 var retrySQL = stmt{
 	sqlite: `update lite_jobs
-set ` + retrySet + `, run_at = ?
-where id = ? and state in ('dead', 'cancelled')
+set ` + retrySet + `, ` + retryTime("?1") + `
+where id = ?2 and state in ('dead', 'cancelled')
 returning id`,
 	postgres: `update lite_jobs
-set ` + retrySet + `, run_at = $1
+set ` + retrySet + `, ` + retryTime("$1") + `
 where id = $2 and state in ('dead', 'cancelled')
 returning id`,
+}
+
+// retryTime is what a retry at now sets of the job's times: it runs now,
+// and an expiry that has passed is cleared. An operator's retry means
+// "run it": a job cancelled as expired (never leased, so the lease guard
+// still refuses it) would otherwise be cancelled again at once. An
+// expiry still to come stays.
+func retryTime(now string) string {
+	return `run_at = ` + now + `, expires_at = case when expires_at <= ` + now + ` then null else expires_at end`
 }
 
 // retryPending counts the dependencies a retried job still waits for:
@@ -121,7 +130,7 @@ const retryPending = `(select count(*) from lite_deps w join lite_jobs p on p.id
     where w.job_id = lite_jobs.id and p.state <> 'done'
       and (lite_jobs.on_dep_failure <> 'run' or p.state not in ('dead', 'cancelled')))`
 
-// retrySet is what a retry sets, but its time: a job that waits again is
+// retrySet is what a retry sets, but its times: a job that waits again is
 // blocked with its count, one that waits for nothing is available.
 const retrySet = `state = case when ` + retryPending + ` > 0 then 'blocked' else 'available' end,
     deps_pending = ` + retryPending + `, finished_at = null, attempts = 0, ` + clearedLease
@@ -130,10 +139,10 @@ const retrySet = `state = case when ` + retryPending + ` > 0 then 'blocked' else
 // so that each dependency retryPending counts counts the retried job down
 // when it ends (an edge a dependency's death settled would count
 // nothing). An edge to a job already done stays open for good and counts
-// nothing: a done job never ends again. The retry comes after: a
-// dependency that ends in between counts on its edge, and the retry's
-// count no longer sees it. Only a job the retry starts has its edges
-// opened: a waiting job's edges count as they stand.
+// nothing: a done job never ends again. The retry comes after, in the
+// same transaction: a dependency that ends in between counts on its edge,
+// and the retry's count no longer sees it. Only a job the retry starts
+// has its edges opened: a waiting job's edges count as they stand.
 func retryWaits(ids string) string {
 	return `update lite_deps set resolved = 0
 where job_id in (select id from lite_jobs where id in ` + ids + ` and state in ('dead', 'cancelled'))`
@@ -145,25 +154,60 @@ var retryWaitsSQL = stmt{
 	postgres: retryWaits(`($1)`),
 }
 
+// retryLocks locks, on PostgreSQL, the dependencies of the jobs in ids
+// before a retry opens their edges and counts them. A dependency's end
+// counts only an edge that is open as its statement sees it: without the
+// lock, an end under way on another host that passed an edge still
+// settled from before, and had not committed when the retry counted the
+// dependency as not done, would count the retried job down nowhere, and
+// leave it blocked for good. Locked, an end under way commits first and
+// the retry's statements, each on a fresh snapshot, see it done; an end
+// that comes after waits for the retry and counts on the open edge. On
+// SQLite the write lock runs the two one after the other already.
+func retryLocks(ids string) string {
+	return `select id from lite_jobs where id in (select depends_on from lite_deps where job_id in ` + ids + `)
+order by id for share`
+}
+
+// retryLocksSQL is retryLocks for one job.
+var retryLocksSQL = stmt{
+	postgres: retryLocks(`($1)`),
+}
+
+// retryOn runs a retry on tx: it locks the dependencies (see retryLocks),
+// opens the edges and runs the retry itself, retry.
+func (q *Queue) retryOn(ctx context.Context, tx txConn, locks, waits stmt, ids any, retry func() error) error {
+	if q.engine.onServer() {
+		if _, err := tx.ExecContext(ctx, q.sql(locks), ids); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, q.sql(waits), ids); err != nil {
+		return err
+	}
+	return retry()
+}
+
 // Retry starts a dead or cancelled job over, available now: its attempts
 // go back to zero, so it gets its whole MaxAttempts again (a job dead
 // after 2 of 2 attempts runs up to two more times), whether it died of
 // spent attempts or of a Permanent error, and whether it was cancelled
 // while waiting or while running. A job whose dependencies are not all
-// done is blocked again instead, until they are. Its Errors stay as its
-// history; after a Retry attempt numbers start again at 1, and each
-// error's Generation tells the runs apart. A job in another state gives
-// ErrInvalidState; a job whose unique key another unfinished job holds
-// now gives ErrDuplicate, naming that job, and stays as it is.
+// done is blocked again instead, until they are. An expiry (ExpiresAt)
+// that has passed is cleared, so that a job cancelled as expired runs;
+// one still to come stays. Its Errors stay as its history; after a Retry
+// attempt numbers start again at 1, and each error's Generation tells the
+// runs apart. A job in another state gives ErrInvalidState; a job whose
+// unique key another unfinished job holds now gives ErrDuplicate, naming
+// that job, and stays as it is.
 func (q *Queue) Retry(ctx context.Context, id int64) error {
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("retry job %d: %w", id, errWriteInsideAck)
 	}
-	err := q.write(ctx, q.sql(retrySQL), func(c conn) error {
-		if _, err := c.ExecContext(ctx, q.sql(retryWaitsSQL), id); err != nil {
-			return err
-		}
-		return c.QueryRowContext(ctx, q.sql(retrySQL), q.nowMillis(), id).Scan(&id)
+	err := q.writeTx(ctx, q.sql(retrySQL), func(tx txConn) error {
+		return q.retryOn(ctx, tx, retryLocksSQL, retryWaitsSQL, id, func() error {
+			return tx.QueryRowContext(ctx, q.sql(retrySQL), q.nowMillis(), id).Scan(&id)
+		})
 	})
 	if isUniqueViolation(err) {
 		err = q.keyHolder(ctx, id)

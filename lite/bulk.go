@@ -2,6 +2,7 @@ package lite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -199,28 +200,33 @@ func (q *Queue) bulkFind(ctx context.Context, args []any, after, last int64) ([]
 	return ids, rows.Err()
 }
 
-// bulkApply changes one batch, in one statement, and returns how many of
-// its jobs changed: a job that left the action's states since it was
-// found is left as it is.
+// bulkApply changes one batch, in one statement (a retry: in one
+// transaction, see retryOn), and returns how many of its jobs changed: a
+// job that left the action's states since it was found is left as it is.
 func (q *Queue) bulkApply(ctx context.Context, action BulkAction, ids []int64) (int64, error) {
 	list, _ := json.Marshal(ids) // []int64 always marshals
 	now := q.nowMillis()
-	var args []any
-	var s stmt
+	var (
+		res sql.Result
+		err error
+	)
 	switch action {
 	case BulkRetry:
-		s, args = bulkRetrySQL, []any{now, string(list)}
+		err = q.writeTx(ctx, q.sql(bulkRetrySQL), func(tx txConn) error {
+			return q.retryOn(ctx, tx, bulkRetryLocksSQL, bulkRetryWaitsSQL, string(list), func() (err error) {
+				res, err = tx.ExecContext(ctx, q.sql(bulkRetrySQL), now, string(list))
+				return err
+			})
+		})
 	case BulkCancel:
-		s, args = bulkCancelSQL, []any{now, cancelledText, string(list)}
+		res, err = q.writer().ExecContext(ctx, q.sql(bulkCancelSQL), now, cancelledText, string(list))
 	case BulkDelete:
-		s, args = bulkDeleteSQL, []any{string(list)}
-	}
-	if action == BulkRetry {
-		if _, err := q.writer().ExecContext(ctx, q.sql(bulkRetryWaitsSQL), string(list)); err != nil {
+		n, err := q.deleteJobs(ctx, q.sql(bulkDeleteSQL), string(list))
+		if err != nil {
 			return 0, classify(err)
 		}
+		return n, nil
 	}
-	res, err := q.writer().ExecContext(ctx, q.sql(s), args...)
 	if isUniqueViolation(err) {
 		return 0, fmt.Errorf("a unique key was taken meanwhile; try again: %w", ErrDuplicate)
 	}
@@ -240,6 +246,11 @@ var bulkRetryWaitsSQL = stmt{
 	postgres: retryWaits(`(select jsonb_array_elements_text($1::jsonb)::bigint)`),
 }
 
+// bulkRetryLocksSQL is retryLocksSQL for a batch.
+var bulkRetryLocksSQL = stmt{
+	postgres: retryLocks(`(select jsonb_array_elements_text($1::jsonb)::bigint)`),
+}
+
 // bulkRetrySQL is retrySQL for a batch. A job whose unique key an
 // unfinished job holds is skipped (the unique index would refuse it and
 // the whole batch with it), and of the batch's jobs sharing a key only
@@ -247,7 +258,7 @@ var bulkRetryWaitsSQL = stmt{
 // in that index (see insertHeld): its job is retried as one without.
 var bulkRetrySQL = stmt{
 	sqlite: `update lite_jobs
-set ` + retrySet + `, run_at = ?1
+set ` + retrySet + `, ` + retryTime("?1") + `
 where id in (select value from json_each(?2)) and state in ('dead', 'cancelled')
   and (unique_key is null or unique_hold is not null or (
     not exists (select 1 from lite_jobs h where h.queue = lite_jobs.queue and h.unique_key = lite_jobs.unique_key
@@ -255,7 +266,7 @@ where id in (select value from json_each(?2)) and state in ('dead', 'cancelled')
     and id = (select min(d.id) from lite_jobs d where d.id in (select value from json_each(?2))
         and d.queue = lite_jobs.queue and d.unique_key = lite_jobs.unique_key)))`,
 	postgres: `update lite_jobs
-set ` + retrySet + `, run_at = $1
+set ` + retrySet + `, ` + retryTime("$1") + `
 where id in (select jsonb_array_elements_text($2::jsonb)::bigint) and state in ('dead', 'cancelled')
   and (unique_key is null or unique_hold is not null or (
     not exists (select 1 from lite_jobs h where h.queue = lite_jobs.queue and h.unique_key = lite_jobs.unique_key
@@ -275,21 +286,26 @@ where id in (select value from json_each(?3)) and state in ('blocked', 'availabl
 where id in (select jsonb_array_elements_text($3::jsonb)::bigint) and state in ('blocked', 'available', 'running')`,
 }
 
-// bulkDeleteSQL deletes a batch, never a running job, nor one a blocked
-// job waits for (see notAwaited). Ids are never reused, so a deleted
-// job's stale lease can never match a new one.
+// bulkDeleteSQL deletes a batch, never a running job, nor one an
+// unfinished job waits for (see notAwaited), and returns what deleteJobs
+// prunes after it. Ids are never reused, so a deleted job's stale lease
+// can never match a new one.
 var bulkDeleteSQL = stmt{
 	sqlite: `delete from lite_jobs
 where id in (select value from json_each(?1)) and state in ('available', 'done', 'dead', 'cancelled')
-  and ` + notAwaited,
+  and ` + notAwaited + `
+returning id, batch_id`,
 	postgres: `delete from lite_jobs
 where id in (select jsonb_array_elements_text($1::jsonb)::bigint) and state in ('available', 'done', 'dead', 'cancelled')
-  and ` + notAwaited,
+  and ` + notAwaited + `
+returning id, batch_id`,
 }
 
-// notAwaited holds for a job no blocked job still waits for. A job that
-// one waits for is never deleted (by delete, purge or retention): its
-// dependents would wait for an end that never comes. Cancel them first,
-// or let the job end (a dead one under block, retried and done).
+// notAwaited holds for a job whose dependents have all finished (or are
+// gone). A job that one still waits for or may yet run after is never
+// deleted (by delete, purge or retention): a blocked dependent would wait
+// for an end that never comes, and one that runs reads its dependencies'
+// results (Dependencies), those of the jobs done long before it too.
+// Cancel the dependents first, or let them end.
 const notAwaited = `(not lite_jobs.has_dependents or not exists (select 1 from lite_deps w join lite_jobs b on b.id = w.job_id
-    where w.depends_on = lite_jobs.id and w.resolved = 0 and b.state = 'blocked'))`
+    where w.depends_on = lite_jobs.id and b.state not in ('done', 'dead', 'cancelled')))`

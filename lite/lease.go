@@ -559,37 +559,80 @@ func (q *Queue) leaseByID(ctx context.Context, id int64, kinds []string, lockedB
 }
 
 var whyNotLeasedSQL = stmt{
-	sqlite: `select j.state, j.kind, j.queue, coalesce(f.paused, 0) from lite_jobs j
-left join lite_queues f on f.queue = j.queue where j.id = ?`,
-	postgres: `select j.state, j.kind, j.queue, coalesce(f.paused, false) from lite_jobs j
-left join lite_queues f on f.queue = j.queue where j.id = $1`,
+	sqlite:   whyNotLeasedText("?1", "?2", "0"),
+	postgres: whyNotLeasedText("$1", "$2", "false"),
+}
+
+// whyNotLeasedText reads job id (the first parameter) as of now (the
+// second) for whyNotLeased; no is the dialect's false.
+func whyNotLeasedText(id, now, no string) string {
+	return `select j.state, j.kind, j.queue, coalesce(f.paused, ` + no + `), j.deps_pending,
+    j.expires_at is not null and j.expires_at <= ` + now + ` and j.generation = 0, coalesce(j.expires_at, 0),
+    coalesce(j.job_key, ''), coalesce(f.max_per_key, 0), coalesce(f.sequence, ''),
+    (select count(*) from lite_jobs r where r.state = 'running' and r.queue = j.queue and r.job_key = j.job_key),
+    (select count(*) from lite_jobs a where a.state = 'available' and a.queue = j.queue and a.job_key = j.job_key
+        and ((a.priority > j.priority and a.run_at <= ` + now + `) or (a.priority = j.priority and (a.run_at, a.id) < (j.run_at, j.id)))),
+` + sequenceAhead + `
+from lite_jobs j left join lite_queues f on f.queue = j.queue where j.id = ` + id
+}
+
+// sequenceAhead is the job that holds a keyed job j back in its queue's
+// sequence, as leaseGuard tells it, or 0: its key's job running, else the
+// first of its key before it that is available (or not done, under
+// 'block').
+const sequenceAhead = `    coalesce((select o.id from lite_jobs o
+        where o.queue = j.queue and o.job_key = j.job_key and o.state <> 'done' and o.id <> j.id
+          and (o.state = 'running' or (o.id < j.id and (o.state = 'available' or f.sequence = 'block')))
+        order by o.state = 'running' desc, o.id limit 1), 0)`
+
+// notLeased is what whyNotLeased reads of a job a lease by id missed.
+type notLeased struct {
+	state               State
+	kind, queue         string
+	paused              bool
+	pending             int
+	expired             bool
+	expiresAt           int64
+	key                 string
+	perKey              int
+	sequence            string
+	keyRunning, keyNext int // its key's jobs running, and ready ahead of it in lease order
+	ahead               int64
 }
 
 // whyNotLeased reads why a lease of job id by a worker handling kinds
 // matched no row. It reads after the guarded write, never before it: the
-// write alone decides, and this only explains. An available job of a
-// kind the worker handles in a queue that is not paused was held back by
-// its queue's limits.
+// write alone decides, and this only explains, naming the first reason
+// that holds in the order the lease checks them: the job's state, its
+// kind, its queue paused, its expiry, its key's sequence or limit, and
+// else its queue's limits.
 func (q *Queue) whyNotLeased(ctx context.Context, id int64, kinds []string) error {
-	var (
-		state       State
-		kind, queue string
-		paused      bool
-	)
-	err := q.r.QueryRowContext(ctx, q.sql(whyNotLeasedSQL), id).Scan(&state, &kind, &queue, &paused)
+	var n notLeased
+	err := q.r.QueryRowContext(ctx, q.sql(whyNotLeasedSQL), id, q.nowMillis()).Scan(&n.state, &n.kind, &n.queue, &n.paused,
+		&n.pending, &n.expired, &n.expiresAt, &n.key, &n.perKey, &n.sequence, &n.keyRunning, &n.keyNext, &n.ahead)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return ErrNotFound
 	case err != nil:
 		return classify(err)
-	case state != StateAvailable:
-		return fmt.Errorf("%w: it is not available (it is %s now)", ErrInvalidState, state)
-	case len(kinds) > 0 && !slices.Contains(kinds, kind):
-		return fmt.Errorf("the worker has no handler for its kind %q", kind)
-	case paused:
-		return fmt.Errorf("its queue %q is paused", queue)
+	case n.state == StateBlocked:
+		return fmt.Errorf("%w: it is blocked, waiting for %d of the jobs it depends on", ErrInvalidState, n.pending)
+	case n.state != StateAvailable:
+		return fmt.Errorf("%w: it is not available (it is %s now)", ErrInvalidState, n.state)
+	case len(kinds) > 0 && !slices.Contains(kinds, n.kind):
+		return fmt.Errorf("the worker has no handler for its kind %q", n.kind)
+	case n.paused:
+		return fmt.Errorf("its queue %q is paused", n.queue)
+	case n.expired:
+		return fmt.Errorf("it expired unstarted at %s, and an expired job never starts",
+			fromMillis(n.expiresAt).UTC().Format(time.RFC3339Nano))
+	case n.key != "" && n.sequence != "" && n.ahead != 0:
+		return fmt.Errorf("its key %q runs in sequence, and job %d of that key comes first", n.key, n.ahead)
+	case n.key != "" && n.perKey > 0 && n.keyRunning+n.keyNext >= n.perKey:
+		return fmt.Errorf("its key %q is at its limit of %d in queue %q (%d running, %d ready ahead of it)",
+			n.key, n.perKey, n.queue, n.keyRunning, n.keyNext)
 	}
-	return fmt.Errorf("its queue %q is at its limit", queue)
+	return fmt.Errorf("its queue %q is at its limit", n.queue)
 }
 
 // renewSQL extends every listed lease that is still current, in one

@@ -2,8 +2,11 @@ package lite
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -33,19 +36,51 @@ func pace(ctx context.Context, took time.Duration) {
 }
 
 // cleanSQL deletes up to ?3 jobs of one finished state that finished at or
-// before ?2, but those a blocked job waits for (see notAwaited). The finished states are repeated literally so that the
-// partial index on finished jobs serves the walk by finished_at; on
+// before ?2, but those an unfinished job waits for (see notAwaited). The
+// finished states are repeated literally so that the partial index on
+// finished jobs serves the walk by finished_at; on
 // PostgreSQL the rows are locked and skipped if locked, so two hosts
 // cleaning at once take different batches.
 var cleanSQL = stmt{
 	sqlite: `delete from lite_jobs where id in (
   select id from lite_jobs
   where state in ('done', 'dead', 'cancelled') and state = ?1 and finished_at <= ?2 and ` + notAwaited + `
-  limit ?3)`,
+  limit ?3)
+returning id, batch_id`,
 	postgres: `delete from lite_jobs where id = any(array(
   select id from lite_jobs
   where state in ('done', 'dead', 'cancelled') and state = $1 and finished_at <= $2 and ` + notAwaited + `
-  limit $3 for update skip locked))`,
+  limit $3 for update skip locked))
+returning id, batch_id`,
+}
+
+// pruneDepsSQL deletes the dependency edges of the jobs just deleted (?1,
+// a JSON list of ids) whose two jobs are both gone: an edge one job still
+// has is kept, and the other job's deletion later prunes it. Ids are
+// never reused, so an edge once pruned can never be wanted again.
+var pruneDepsSQL = stmt{
+	sqlite: `delete from lite_deps where (depends_on, job_id) in (
+    select depends_on, job_id from lite_deps where depends_on in (select value from json_each(?1))
+    union all
+    select depends_on, job_id from lite_deps where job_id in (select value from json_each(?1)))
+  and not exists (select 1 from lite_jobs where id = lite_deps.depends_on)
+  and not exists (select 1 from lite_jobs where id = lite_deps.job_id)`,
+	postgres: `delete from lite_deps where (depends_on, job_id) in (
+    select depends_on, job_id from lite_deps where depends_on in (select jsonb_array_elements_text($1::jsonb)::bigint)
+    union all
+    select depends_on, job_id from lite_deps where job_id in (select jsonb_array_elements_text($1::jsonb)::bigint))
+  and not exists (select 1 from lite_jobs where id = lite_deps.depends_on)
+  and not exists (select 1 from lite_jobs where id = lite_deps.job_id)`,
+}
+
+// pruneBatchesSQL deletes the batches (?1, a JSON list of ids) of the
+// jobs just deleted that have no job left. Their callback, once enqueued,
+// is a job of its own and stays.
+var pruneBatchesSQL = stmt{
+	sqlite: `delete from lite_batches where id in (select value from json_each(?1))
+  and not exists (select 1 from lite_jobs where batch_id = lite_batches.id)`,
+	postgres: `delete from lite_batches where id in (select jsonb_array_elements_text($1::jsonb)::bigint)
+  and not exists (select 1 from lite_jobs where batch_id = lite_batches.id)`,
 }
 
 // CleanReport is what one Clean did.
@@ -96,7 +131,14 @@ func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 			return rep, fmt.Errorf("clean %s jobs: %w", s.state, err)
 		}
 	}
-	if err := q.cleanBatches(ctx, &rep, cleanHoldsSQL, func(n int64) { rep.LapsedKeys += n }, now, cleanBatch); err != nil {
+	deleteHolds := func() (int64, error) {
+		res, err := q.writer().ExecContext(ctx, q.sql(cleanHoldsSQL), now, cleanBatch)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}
+	if err := q.cleanBatches(ctx, &rep, deleteHolds, func(n int64) { rep.LapsedKeys += n }); err != nil {
 		return rep, fmt.Errorf("clean lapsed unique keys: %w", err)
 	}
 	if !q.engine.onServer() && ctx.Err() == nil {
@@ -116,16 +158,17 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 		rep.Deleted += n
 		q.finishedSome()
 	}
-	return q.cleanBatches(ctx, rep, cleanSQL, deleted, state, cutoff, cleanBatch)
+	deleteBatch := func() (int64, error) { return q.deleteJobs(ctx, q.sql(cleanSQL), state, cutoff, cleanBatch) }
+	return q.cleanBatches(ctx, rep, deleteBatch, deleted)
 }
 
-// cleanBatches runs s, a delete of up to cleanBatch rows (its last
-// argument), a batch at a time until a batch comes back short, and hands
-// deleted the count of each batch that deleted any.
-func (q *Queue) cleanBatches(ctx context.Context, rep *CleanReport, s stmt, deleted func(n int64), args ...any) error {
+// cleanBatches runs del, a delete of up to cleanBatch rows that says how
+// many it deleted, a batch at a time until a batch comes back short, and
+// hands deleted the count of each batch that deleted any.
+func (q *Queue) cleanBatches(ctx context.Context, rep *CleanReport, del func() (int64, error), deleted func(n int64)) error {
 	for ctx.Err() == nil {
 		start := time.Now()
-		res, err := q.writer().ExecContext(ctx, q.sql(s), args...)
+		n, err := del()
 		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // stopped before the statement began
 		}
@@ -138,10 +181,6 @@ func (q *Queue) cleanBatches(ctx context.Context, rep *CleanReport, s stmt, dele
 			q.afterBatch()
 		}
 		pace(ctx, took)
-		n, err := res.RowsAffected()
-		if err != nil {
-			return classify(err)
-		}
 		if n > 0 {
 			rep.Batches++
 			deleted(n)
@@ -151,6 +190,54 @@ func (q *Queue) cleanBatches(ctx context.Context, rep *CleanReport, s stmt, dele
 		}
 	}
 	return nil
+}
+
+// deleteJobs runs query, a delete of jobs returning each one's id and
+// batch, then prunes the dependency edges and the batches that the
+// deleted jobs leave without any job (see pruneDepsSQL), and returns how
+// many jobs it deleted. The prunes commit after the delete, each on its
+// own: of two processes deleting the two jobs of an edge at once, the
+// one whose prune runs last sees both deletes committed and prunes it.
+// They run to their end even if ctx ends meanwhile, so that nothing the
+// delete left is skipped.
+func (q *Queue) deleteJobs(ctx context.Context, query string, args ...any) (int64, error) {
+	rows, err := q.writer().QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	var ids, batches []int64
+	for rows.Next() {
+		var id int64
+		var batch sql.NullInt64
+		if err := rows.Scan(&id, &batch); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+		if batch.Valid && !slices.Contains(batches, batch.Int64) {
+			batches = append(batches, batch.Int64)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	for _, prune := range []struct {
+		s   stmt
+		ids []int64
+	}{{pruneDepsSQL, ids}, {pruneBatchesSQL, batches}} {
+		if len(prune.ids) == 0 {
+			continue
+		}
+		list, _ := json.Marshal(prune.ids) // []int64 always marshals
+		if _, err := q.writer().ExecContext(ctx, q.sql(prune.s), string(list)); err != nil {
+			return int64(len(ids)), fmt.Errorf("prune: %w", err)
+		}
+	}
+	return int64(len(ids)), nil
 }
 
 // vacuumFreePages gives the file's free pages back, vacuumStep at a time,

@@ -21,6 +21,7 @@ var statements = map[string]any{
 	"cancelSQL":               cancelSQL,
 	"retrySQL":                retrySQL,
 	"retryWaitsSQL":           retryWaitsSQL,
+	"retryLocksSQL":           retryLocksSQL,
 	"keyHolderSQL":            keyHolderSQL,
 	"insertJobSQL":            insertJobSQL,
 	"uniqueHolderSQL":         uniqueHolderSQL,
@@ -99,6 +100,9 @@ var statements = map[string]any{
 	"lastIDSQL":               lastIDSQL,
 	"bulkRetrySQL":            bulkRetrySQL,
 	"bulkRetryWaitsSQL":       bulkRetryWaitsSQL,
+	"pruneDepsSQL":            pruneDepsSQL,
+	"pruneBatchesSQL":         pruneBatchesSQL,
+	"bulkRetryLocksSQL":       bulkRetryLocksSQL,
 	"bulkCancelSQL":           bulkCancelSQL,
 	"bulkDeleteSQL":           bulkDeleteSQL,
 	"countersSQL":             countersSQL,
@@ -137,14 +141,16 @@ var fragments = map[string]bool{
 // onlyOn are the statements that one engine alone runs, with an empty
 // text for the other.
 var onlyOn = map[string]engine{
-	"lockFlowSQL":      enginePostgres, // SQLite's one writer needs no row locks
-	"waitForLeasesSQL": enginePostgres,
-	"idleInTxSQL":      enginePostgres,
-	"lockTimeoutSQL":   enginePostgres,
-	"ackAndLeaseSQLs":  enginePostgres, // SQLite's writer rounds are its own
-	"savepointSQL":     engineSQLite,   // a round of writes shares one transaction on SQLite only
-	"releaseSPSQL":     engineSQLite,
-	"rollbackSPSQL":    engineSQLite,
+	"lockFlowSQL":       enginePostgres, // SQLite's one writer needs no row locks
+	"retryLocksSQL":     enginePostgres,
+	"bulkRetryLocksSQL": enginePostgres,
+	"waitForLeasesSQL":  enginePostgres,
+	"idleInTxSQL":       enginePostgres,
+	"lockTimeoutSQL":    enginePostgres,
+	"ackAndLeaseSQLs":   enginePostgres, // SQLite's writer rounds are its own
+	"savepointSQL":      engineSQLite,   // a round of writes shares one transaction on SQLite only
+	"releaseSPSQL":      engineSQLite,
+	"rollbackSPSQL":     engineSQLite,
 }
 
 // Statement is one of lite's statements in both dialects, for lite_test.

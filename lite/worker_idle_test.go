@@ -272,3 +272,83 @@ func TestStopWhenIdleDrainsAChainEachJobOfWhichItsOwnAckMadeAvailable(t *testing
 		is.Equal(stateOf(t, q, prev), lite.StateDone) // the last link ran: none was left available
 	})
 }
+
+func TestStopWhenIdleWaitsForWhatItsBlockedJobsWaitFor(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		// leaseKind leases the one available job of kind, as a worker of
+		// that kind elsewhere would.
+		leaseKind := func(t *testing.T, q *lite.Queue, kind string) *lite.Job {
+			t.Helper()
+			jobs, err := q.Lease(t.Context(), lite.LeaseRequest{Kinds: []string{kind}})
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("lease %s: %v, %d jobs", kind, err, len(jobs))
+			}
+			return jobs[0]
+		}
+		// start runs a worker of kind "a" that stops when idle, and fails
+		// the test if it stops within a moment.
+		start := func(t *testing.T, q *lite.Queue) <-chan error {
+			t.Helper()
+			w, _, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
+			w.Handle("a", func(context.Context, *lite.Job) error { return nil })
+			done := make(chan error, 1)
+			go func() { done <- w.Run(t.Context()) }()
+			time.Sleep(200 * time.Millisecond) // a chance for a wrong stop to show itself
+			select {
+			case <-done:
+				t.Fatal("stopped while a job its blocked job waits for was running")
+			default:
+			}
+			return done
+		}
+		stopped := func(t *testing.T, done <-chan error) {
+			t.Helper()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(guard):
+				t.Fatal("did not stop once its work was done")
+			}
+		}
+
+		t.Run("a dependency of another kind running elsewhere keeps it running until its dependent has run", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			dep := mustEnqueue(t, q, lite.NewJob{Kind: "b"})
+			mine := mustEnqueue(t, q, lite.NewJob{Kind: "a", DependsOn: []int64{dep}})
+			elsewhere := leaseKind(t, q, "b")
+			done := start(t, q)
+			is.NoErr(q.AckDone(t.Context(), elsewhere.Lease(), nil))
+			stopped(t, done)
+			is.Equal(stateOf(t, q, mine), lite.StateDone)
+		})
+
+		t.Run("so does one its blocked job waits for through a blocked job of another kind", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			first := mustEnqueue(t, q, lite.NewJob{Kind: "c"})
+			between := mustEnqueue(t, q, lite.NewJob{Kind: "b", DependsOn: []int64{first}})
+			mine := mustEnqueue(t, q, lite.NewJob{Kind: "a", DependsOn: []int64{between}})
+			elsewhere := leaseKind(t, q, "c")
+			done := start(t, q)
+			is.NoErr(q.AckDone(t.Context(), elsewhere.Lease(), nil))
+			is.NoErr(q.AckDone(t.Context(), leaseKind(t, q, "b").Lease(), nil))
+			stopped(t, done)
+			is.Equal(stateOf(t, q, mine), lite.StateDone)
+		})
+
+		t.Run("another kind's blocked job does not keep it running", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			dep := mustEnqueue(t, q, lite.NewJob{Kind: "b"})
+			theirs := mustEnqueue(t, q, lite.NewJob{Kind: "z", DependsOn: []int64{dep}})
+			leaseKind(t, q, "b")
+			w, _, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
+			w.Handle("a", func(context.Context, *lite.Job) error { return nil })
+			runUntilIdle(t, w)
+			is.Equal(stateOf(t, q, theirs), lite.StateBlocked)
+		})
+	})
+}

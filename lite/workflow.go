@@ -249,57 +249,110 @@ var ErrCycle = errors.New("dependency cycle")
 // unknown, a cycle, a job id that does not exist, and a unique key held
 // by an unfinished job are refused, with nothing stored.
 func (q *Queue) EnqueueWorkflow(ctx context.Context, wf Workflow) (WorkflowIDs, error) {
-	order, err := workflowOrder(wf.Steps)
+	out, err := q.enqueueWorkflow(ctx, wf, func(insert func(c conn) error) error {
+		return q.withTx(ctx, func(tx txConn) error { return insert(tx) })
+	})
 	if err != nil {
-		return WorkflowIDs{}, fmt.Errorf("enqueue workflow: %w", err)
+		return out, err
 	}
-	rows := make([]jobRow, len(wf.Steps))
-	for i, s := range wf.Steps {
-		rows[i], err = q.validate(s.Job)
-		switch {
-		case err != nil:
-		case len(s.After) > 0 && s.Job.UniqueKey != "":
-			err = errBlockedKey
-		case rows[i].unique.hold.Valid || rows[i].unique.debounce:
-			err = errWorkflowHold
-		}
-		if err != nil {
-			return WorkflowIDs{}, fmt.Errorf("enqueue workflow: step %q: %w", s.Name, err)
-		}
+	q.notify()
+	return out, q.afterWrite(ctx, "enqueue workflow")
+}
+
+// EnqueueWorkflowTx adds every step inside the caller's transaction on
+// the same database, as EnqueueWorkflow does in its own: the steps exist
+// if and only if the transaction commits, and what EnqueueWorkflow
+// refuses is refused here too. On an error none of the workflow is left
+// in the transaction (it runs in a savepoint, as EnqueueBatchTx's jobs
+// do), and the caller's own writes before the call stay.
+func (q *Queue) EnqueueWorkflowTx(ctx context.Context, tx *sql.Tx, wf Workflow) (WorkflowIDs, error) {
+	// No wake-up: see EnqueueTx.
+	return q.enqueueWorkflow(ctx, wf, func(insert func(c conn) error) error {
+		return inSavepoint(ctx, tx, func() error { return insert(tx) })
+	})
+}
+
+// enqueueWorkflow checks wf, then inserts it with inTx, which runs insert
+// inside a transaction.
+func (q *Queue) enqueueWorkflow(ctx context.Context, wf Workflow, inTx func(insert func(c conn) error) error) (WorkflowIDs, error) {
+	p, err := q.planWorkflow(wf)
+	if err != nil {
+		return WorkflowIDs{}, err
 	}
-	var batch sql.NullString
-	if wf.Batch != nil && len(rows) > 0 {
-		text, err := wf.Batch.encode(q, rows[0].queue)
-		if err != nil {
-			return WorkflowIDs{}, fmt.Errorf("enqueue workflow: batch %w", err)
-		}
-		batch = sql.NullString{String: text, Valid: true}
-	}
-	out := WorkflowIDs{IDs: make([]int64, len(rows))}
-	err = q.withTx(ctx, func(tx txConn) error {
-		if batch.Valid {
-			if err := tx.QueryRowContext(ctx, q.sql(insertBatchSQL), len(rows), batch, q.nowMillis()).Scan(&out.Batch); err != nil {
-				return fmt.Errorf("batch: %w", err)
-			}
-		}
-		names := map[string]int64{}
-		for _, i := range order {
-			id, err := q.insertStep(ctx, tx, wf.Steps[i], rows[i], names, out.Batch)
-			if err != nil {
-				return fmt.Errorf("step %q: %w", wf.Steps[i].Name, err)
-			}
-			out.IDs[i] = id
-			if wf.Steps[i].Name != "" {
-				names[wf.Steps[i].Name] = id
-			}
-		}
-		return nil
+	var out WorkflowIDs
+	err = inTx(func(c conn) (err error) {
+		out, err = p.insert(ctx, q, c)
+		return err
 	})
 	if err != nil {
 		return WorkflowIDs{}, fmt.Errorf("enqueue workflow: %w", classify(err))
 	}
-	q.notify()
-	return out, q.afterWrite(ctx, "enqueue workflow")
+	return out, nil
+}
+
+// workflowPlan is a workflow checked and ready to insert: its steps in an
+// order where each comes after those it waits for, each step's row, and
+// its batch's callback.
+type workflowPlan struct {
+	wf    Workflow
+	order []int
+	rows  []jobRow
+	batch sql.NullString
+}
+
+// planWorkflow checks wf before any of it is written, so that bad input
+// never starts a transaction.
+func (q *Queue) planWorkflow(wf Workflow) (workflowPlan, error) {
+	p := workflowPlan{wf: wf, rows: make([]jobRow, len(wf.Steps))}
+	var err error
+	if p.order, err = workflowOrder(wf.Steps); err != nil {
+		return p, fmt.Errorf("enqueue workflow: %w", err)
+	}
+	for i, s := range wf.Steps {
+		p.rows[i], err = q.validate(s.Job)
+		switch {
+		case err != nil:
+		case len(s.After) > 0 && s.Job.UniqueKey != "":
+			err = errBlockedKey
+		case p.rows[i].unique.hold.Valid || p.rows[i].unique.debounce:
+			err = errWorkflowHold
+		}
+		if err != nil {
+			return p, fmt.Errorf("enqueue workflow: step %q: %w", s.Name, err)
+		}
+	}
+	if wf.Batch != nil && len(p.rows) > 0 {
+		text, err := wf.Batch.encode(q, p.rows[0].queue)
+		if err != nil {
+			return p, fmt.Errorf("enqueue workflow: batch %w", err)
+		}
+		p.batch = sql.NullString{String: text, Valid: true}
+	}
+	return p, nil
+}
+
+// insert writes the planned workflow on c, inside a transaction, and
+// returns its ids.
+func (p workflowPlan) insert(ctx context.Context, q *Queue, c conn) (WorkflowIDs, error) {
+	out := WorkflowIDs{IDs: make([]int64, len(p.rows))}
+	if p.batch.Valid {
+		if err := c.QueryRowContext(ctx, q.sql(insertBatchSQL), len(p.rows), p.batch, q.nowMillis()).Scan(&out.Batch); err != nil {
+			return out, fmt.Errorf("batch: %w", err)
+		}
+	}
+	names := map[string]int64{}
+	for _, i := range p.order {
+		step := p.wf.Steps[i]
+		id, err := q.insertStep(ctx, c, step, p.rows[i], names, out.Batch)
+		if err != nil {
+			return out, fmt.Errorf("step %q: %w", step.Name, err)
+		}
+		out.IDs[i] = id
+		if step.Name != "" {
+			names[step.Name] = id
+		}
+	}
+	return out, nil
 }
 
 var insertBatchSQL = stmt{
