@@ -307,6 +307,15 @@ func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (Enqueued, error) 
 	} else {
 		id, err = q.insertUnfinished(ctx, c, r)
 	}
+	if errors.Is(err, ErrDuplicate) && r.unique.debounce {
+		// On a server, the look above ran before another enqueue of the
+		// key committed, and the insert then waited for that commit: the
+		// holder it found may be pending, so look again, now that its row
+		// can be seen. A holder that has started since stays a duplicate.
+		if did, ok, derr := q.debounce(ctx, c, r); derr != nil || ok {
+			return Enqueued{ID: did, Debounced: ok}, derr
+		}
+	}
 	return Enqueued{ID: id, Duplicate: errors.Is(err, ErrDuplicate)}, err
 }
 

@@ -239,6 +239,77 @@ func TestDebounce(t *testing.T) {
 	})
 }
 
+// awaitWaitingBehind returns once a backend of the server waits for the
+// one of pid, or once returned says the waiter is done without waiting.
+func awaitWaitingBehind(t *testing.T, q *lite.Queue, pid int, returned func() bool) {
+	t.Helper()
+	for start := time.Now(); !returned(); time.Sleep(time.Millisecond) { // polls for the wait, not for time to pass
+		var waiting bool
+		if err := q.DB().QueryRowContext(t.Context(),
+			`select exists (select 1 from pg_stat_activity where $1 = any(pg_blocking_pids(pid)))`, pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatal("the enqueue neither returned nor waited for the transaction")
+		}
+	}
+}
+
+// An enqueue that debounces a key whose first job another transaction is
+// adding at that moment folds into it once that transaction commits: on
+// a server its first look finds no holder (the row is not yet
+// committed), and its insert waits for the commit and finds the key
+// held.
+func TestADebounceRacingTheKeysFirstEnqueueFoldsIntoIt(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		for held, until := range map[string]lite.UniqueUntil{"while unfinished": "", "until started": lite.UniqueUntilStarted} {
+			t.Run("its key held "+held, func(t *testing.T) {
+				is := is.New(t)
+				q, _ := e.open(t, lite.Options{})
+				ctx := t.Context()
+				job := lite.NewJob{Queue: "q", UniqueKey: "k", UniqueUntil: until, Debounce: time.Hour, Payload: []byte("1")}
+				tx, err := q.DB().BeginTx(ctx, nil)
+				is.NoErr(err)
+				defer tx.Rollback()
+				first, err := q.EnqueueOneTx(ctx, tx, job)
+				is.NoErr(err)
+				var pid int
+				if e.name == "postgres" {
+					is.NoErr(tx.QueryRowContext(ctx, `select pg_backend_pid()`).Scan(&pid))
+				}
+				second := make(chan lite.Enqueued, 1)
+				failed := make(chan error, 1)
+				go func() {
+					job := job
+					job.Payload = []byte("2")
+					got, err := q.EnqueueOne(ctx, job)
+					if err != nil {
+						failed <- err
+						return
+					}
+					second <- got
+				}()
+				if e.name == "postgres" {
+					// On a file the enqueue cannot look before the commit:
+					// the transaction holds the file's write lock.
+					awaitWaitingBehind(t, q, pid, func() bool { return len(second)+len(failed) > 0 })
+				}
+				is.NoErr(tx.Commit())
+				select {
+				case err := <-failed:
+					t.Fatalf("the racing debounce failed: %v", err)
+				case got := <-second:
+					is.Equal(got, lite.Enqueued{ID: first.ID, Debounced: true})
+				}
+				is.Equal(string(mustGet(t, q, first.ID).Payload), "2")
+			})
+		}
+	})
+}
+
 func TestConcurrentEnqueuersOfOneKeyAdmitOne(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		for name, job := range map[string]lite.NewJob{
