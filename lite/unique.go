@@ -130,12 +130,13 @@ func (q *Queue) insertHeld(ctx context.Context, c conn, r jobRow) (int64, error)
 // debounceSQL folds an enqueue into a pending job: one available and
 // never leased (a lease bumps the generation, and nothing else does
 // before it), so a job that has started, or started once and came back
-// to be retried, is never touched.
+// to be retried, is never touched; and one of the enqueue's own kind, so
+// that a handler never gets a payload meant for another.
 var debounceSQL = stmt{
 	sqlite: `update lite_jobs set payload = ?1, run_at = ?2, expires_at = ?3
-where id = ?4 and state = 'available' and generation = 0`,
+where id = ?4 and state = 'available' and generation = 0 and kind = ?5`,
 	postgres: `update lite_jobs set payload = $1, run_at = $2, expires_at = $3
-where id = $4 and state = 'available' and generation = 0`,
+where id = $4 and state = 'available' and generation = 0 and kind = $5`,
 }
 
 // debounce folds r into the job holding its key if that job is pending,
@@ -153,7 +154,7 @@ func (q *Queue) debounce(ctx context.Context, c conn, r jobRow) (int64, bool, er
 	if err != nil {
 		return 0, false, fmt.Errorf("debounce: %w", err)
 	}
-	res, err := c.ExecContext(ctx, q.sql(debounceSQL), r.payload, r.runAt, r.expiresAt, id)
+	res, err := c.ExecContext(ctx, q.sql(debounceSQL), r.payload, r.runAt, r.expiresAt, id, r.kind)
 	if err != nil {
 		return 0, false, fmt.Errorf("debounce: %w", err)
 	}

@@ -207,6 +207,16 @@ func TestDebounce(t *testing.T) {
 			})
 		}
 
+		t.Run("never folds into a pending job of another kind: the key held, the enqueue is refused", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			job := lite.NewJob{Queue: "q", Kind: "email", UniqueKey: "k", Debounce: time.Second, Payload: []byte("1")}
+			first := mustEnqueue(t, q, job)
+			job.Kind, job.Payload = "sms", []byte("2")
+			enqueueHeld(t, q, job, first)
+			is.Equal(string(mustGet(t, q, first).Payload), "1") // an email handler never gets an sms payload
+		})
+
 		t.Run("never touches a running job: the key released at its start, a job is added", func(t *testing.T) {
 			is := is.New(t)
 			clock := newFakeClock()
