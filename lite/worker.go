@@ -374,7 +374,8 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 // a job it could lease is running in any process (it may come back to be
 // started: a failed attempt's retry, a reclaim of a lapsed lease), or a
 // job that one of its blocked jobs waits for, directly or through other
-// blocked jobs, is running or startable now, whatever its queue and kind
+// blocked jobs, is running or startable now (due, in a queue that lets it
+// start: not paused, full or out of starts), whatever its queue and kind
 // (its end may unblock the worker's job). Blocked jobs of other queues
 // and kinds, and the jobs they wait for, are not its work.
 var anyRunningSQL = stmt{
@@ -385,12 +386,14 @@ var anyRunningSQL = stmt{
       and (?2 is null or b.kind in (select value from json_each(?2)))
     union
     select d.depends_on from upstream u join lite_jobs b on b.id = u.id join lite_deps d on d.job_id = b.id
-    where b.state = 'blocked' and d.resolved = 0)
+    where b.state = 'blocked' and d.resolved = 0),
+` + flowCTE(3).sqlite + `
 select exists (select 1 from lite_jobs where state = 'running'
   and (?1 is null or queue in (select value from json_each(?1)))
   and (?2 is null or kind in (select value from json_each(?2))))
   or exists (select 1 from upstream u join lite_jobs p on p.id = u.id
-    where p.state = 'running' or (p.state = 'available' and p.run_at <= ?3))`,
+    where p.state = 'running' or (p.state = 'available' and p.run_at <= ?3
+      and not exists (select 1 from lite_flow f where f.queue = p.queue and f.n <= 0)))`,
 	postgres: `with recursive upstream(id) as (
     select d.depends_on from lite_jobs b join lite_deps d on d.job_id = b.id
     where b.state = 'blocked' and d.resolved = 0
@@ -398,12 +401,14 @@ select exists (select 1 from lite_jobs where state = 'running'
       and ($2::jsonb is null or b.kind in (select jsonb_array_elements_text($2::jsonb)))
     union
     select d.depends_on from upstream u join lite_jobs b on b.id = u.id join lite_deps d on d.job_id = b.id
-    where b.state = 'blocked' and d.resolved = 0)
+    where b.state = 'blocked' and d.resolved = 0),
+` + flowCTE(3).postgres + `
 select exists (select 1 from lite_jobs where state = 'running'
   and ($1::jsonb is null or queue in (select jsonb_array_elements_text($1::jsonb)))
   and ($2::jsonb is null or kind in (select jsonb_array_elements_text($2::jsonb))))
   or exists (select 1 from upstream u join lite_jobs p on p.id = u.id
-    where p.state = 'running' or (p.state = 'available' and p.run_at <= $3))`,
+    where p.state = 'running' or (p.state = 'available' and p.run_at <= $3
+      and not exists (select 1 from lite_flow f where f.queue = p.queue and f.n <= 0)))`,
 }
 
 // anyRunning reports whether anyRunningSQL finds a job; true if it cannot

@@ -350,5 +350,31 @@ func TestStopWhenIdleWaitsForWhatItsBlockedJobsWaitFor(t *testing.T) {
 			runUntilIdle(t, w)
 			is.Equal(stateOf(t, q, theirs), lite.StateBlocked)
 		})
+
+		// A dependency nobody may start now (its queue paused, or out of
+		// starts for its rate window) is not startable work: waiting for
+		// it would hang the worker until an operator resumes the queue.
+		for held, set := range map[string]func(q *lite.Queue) error{
+			"paused": func(q *lite.Queue) error { return q.Pause(t.Context(), "theirs") },
+			"out of its rate": func(q *lite.Queue) error {
+				return q.SetLimits(t.Context(), "theirs", lite.Limits{Rate: 1, Per: time.Hour})
+			},
+		} {
+			t.Run("a dependency in a queue "+held+" does not keep it running", func(t *testing.T) {
+				is := is.New(t)
+				q, _ := e.mustOpen(t, newFakeClock())
+				is.NoErr(set(q))
+				if held == "out of its rate" {
+					mustEnqueue(t, q, lite.NewJob{Queue: "theirs", Kind: "b"})
+					leaseKind(t, q, "b") // the window's one start
+				}
+				dep := mustEnqueue(t, q, lite.NewJob{Queue: "theirs", Kind: "b"})
+				mine := mustEnqueue(t, q, lite.NewJob{Kind: "a", DependsOn: []int64{dep}})
+				w, _, _ := testWorker(t, q, lite.WorkerOptions{StopWhenIdle: true})
+				w.Handle("a", func(context.Context, *lite.Job) error { return nil })
+				runUntilIdle(t, w)
+				is.Equal(stateOf(t, q, mine), lite.StateBlocked)
+			})
+		}
 	})
 }
