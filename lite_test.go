@@ -295,6 +295,7 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			{"a negative max attempts", db, "", []string{"enqueue", "--max-attempts=-1", "x"}, 2, "lite: enqueue: --max-attempts -1 is negative"},
 			{"a negative max attempts on a schedule", db, "", []string{"schedule", "add", "n", "@hourly", "-k", "k", "--max-attempts=-1"}, 2, "--max-attempts -1 is negative"},
 			{"a page before job 0", db, "", []string{"ls", "--before", "0"}, 2, "lite: ls: --before 0 is no job id"},
+			{"the jobs of batch 0", db, "", []string{"ls", "--batch", "0"}, 2, "lite: ls: --batch 0 is no batch id"},
 		}
 		if e.name == "sqlite" {
 			// A path that names no lite database: SQLite's own refusals.

@@ -34,6 +34,9 @@ func (c *lsCmd) Validate(kctx *kong.Context) error {
 	if c.Before == 0 && flagGiven(kctx, "before") {
 		return usagef("--before 0 is no job id: ids start at 1; leave --before out for the newest page")
 	}
+	if c.Batch == 0 && flagGiven(kctx, "batch") {
+		return usagef("--batch 0 is no batch id: ids start at 1; leave --batch out for every job")
+	}
 	return jobFilter{states: c.State, queue: c.Queue, kind: c.Kind, tags: c.Tag}.check(kctx)
 }
 

@@ -91,6 +91,13 @@ var bulkCountSQL = stmt{
 	postgres: `select count(*) from lite_jobs where ` + bulkMatch.postgres,
 }
 
+// bulkDeleteCountSQL is bulkCountSQL for a delete, which keeps a job an
+// unfinished job waits for (see bulkDeleteSQL).
+var bulkDeleteCountSQL = stmt{
+	sqlite:   bulkCountSQL.sqlite + ` and ` + notAwaited,
+	postgres: bulkCountSQL.postgres + ` and ` + notAwaited,
+}
+
 var lastIDSQL = stmt{
 	sqlite:   `select coalesce(max(id), 0) from lite_jobs`,
 	postgres: `select coalesce(max(id), 0) from lite_jobs`,
@@ -141,8 +148,12 @@ func (q *Queue) BulkCount(ctx context.Context, action BulkAction, f Filter) (int
 	if err != nil {
 		return 0, err
 	}
+	count := bulkCountSQL
+	if action == BulkDelete {
+		count = bulkDeleteCountSQL
+	}
 	var n int64
-	if err := q.r.QueryRowContext(ctx, q.sql(bulkCountSQL), args...).Scan(&n); err != nil {
+	if err := q.r.QueryRowContext(ctx, q.sql(count), args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("%s: count: %w", action, classify(err))
 	}
 	return n, nil

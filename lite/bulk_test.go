@@ -232,3 +232,24 @@ func TestBulk(t *testing.T) {
 		})
 	})
 }
+
+// A delete's dry run counts what the delete would remove: not a done job
+// that an unfinished job still waits for, which the delete keeps.
+func TestABulkDeletesCountLeavesOutAJobAnUnfinishedJobWaitsFor(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		ctx := t.Context()
+		first := mustEnqueue(t, q, lite.NewJob{Kind: "a"})
+		other := mustEnqueue(t, q, lite.NewJob{Kind: "c"})
+		mustEnqueue(t, q, lite.NewJob{Kind: "b", DependsOn: []int64{first, other}})
+		mustDone(t, q, leaseID(t, q, first), "")
+		done := lite.Filter{States: []lite.State{lite.StateDone}}
+		n, err := q.BulkCount(ctx, lite.BulkDelete, done)
+		is.NoErr(err)
+		is.Equal(n, int64(0)) // its dependent still waits for other
+		deleted, err := q.Bulk(ctx, lite.BulkDelete, done)
+		is.NoErr(err)
+		is.Equal(deleted, n)
+	})
+}

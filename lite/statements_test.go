@@ -96,6 +96,7 @@ var statements = map[string]any{
 	"cancelSet":               cancelSet,
 	"bulkMatch":               bulkMatch,
 	"bulkFindSQL":             bulkFindSQL,
+	"bulkDeleteCountSQL":      bulkDeleteCountSQL,
 	"bulkCountSQL":            bulkCountSQL,
 	"lastIDSQL":               lastIDSQL,
 	"bulkRetrySQL":            bulkRetrySQL,
