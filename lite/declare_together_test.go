@@ -126,3 +126,33 @@ where wait_event_type = 'Lock' and query like $1 || '%'`, prefix).Scan(&n)
 	}
 	t.Fatalf("no session waited for a lock in %q", prefix)
 }
+
+// TestARedeclarationOfTheSameSettingsWritesNothing declares the same
+// settings twice: the second writes nothing (the schedule keeps the time
+// it was last written) and reports each setting unchanged. It reported
+// each one written.
+func TestARedeclarationOfTheSameSettingsWritesNothing(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := e.open(t, lite.Options{Now: clock.Now})
+		out := mustDeclare(t, q, startDeclaration)
+		is.Equal(len(out.Written), 5)
+		updatedAt := func() (ms int64) {
+			is.NoErr(q.DB().QueryRowContext(t.Context(), `select updated_at from lite_schedules where name = 'tick'`).Scan(&ms))
+			return ms
+		}
+		before := updatedAt()
+		clock.Advance(time.Minute)
+
+		out = mustDeclare(t, q, startDeclaration)
+		is.Equal(out.Written, []string(nil))
+		is.Equal(out.Unchanged, []string{"schedule tick", "retention done", "limits a", "limits b", "limits c"})
+		is.Equal(updatedAt(), before) // why: the schedule's row was not written
+
+		changed := startDeclaration
+		changed.Limits = map[string]lite.Limits{"a": {MaxRunning: 3}, "b": startDeclaration.Limits["b"], "c": startDeclaration.Limits["c"]}
+		out = mustDeclare(t, q, changed)
+		is.Equal(out.Written, []string{"limits a"}) // what changed is written, alone
+	})
+}

@@ -183,6 +183,9 @@ func TestACallReturnsByItsDeadlineWhileARowItNeedsIsLocked(t *testing.T) {
 			took, err := within(t, deadline+slack, func() { app.Rollback() }, func() error { return c.call(short, j.Lease()) })
 			is.True(errors.Is(err, context.DeadlineExceeded)) // why: it says why it gave up
 			is.True(took < deadline+500*time.Millisecond)
+			var waiting int
+			is.NoErr(app.QueryRowContext(ctx, `select count(*) from pg_locks where locktype = 'tuple' and relation = 'lite_jobs'::regclass`).Scan(&waiting))
+			is.Equal(waiting, 0) // why: the server ended the call's wait for the row, rather than leave it queued
 			is.NoErr(app.Rollback())
 			after := mustGet(t, q, id)
 			is.Equal(after.State, lite.StateRunning) // nothing written
