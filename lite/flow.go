@@ -76,7 +76,7 @@ on conflict (queue) do update set paused = excluded.paused`,
 		postgres: `insert into lite_queues (queue, paused) values ($1, $2)
 on conflict (queue) do update set paused = excluded.paused`,
 	}
-	// setLimitsSQL replaces a queue's limits only when ?6 (a write by
+	// setLimitsSQL replaces a queue's limits only when ?8 (a write by
 	// hand, or a forced declaration), or the stored limits are the
 	// writer's (?7, "" by hand) or nobody's (none set): a declaration never
 	// overwrites limits set by hand or declared by another owner. Limits
