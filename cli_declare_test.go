@@ -27,8 +27,8 @@ func TestDeclareOwnsWhatItDeclares(t *testing.T) {
 		smaller := `{"owner": "billing-app", "schedules": [{"name": "invoice", "spec": "@hourly", "queue": "billing", "kind": "invoice"}],
   "retention": {"done": "36h"}}`
 		is.Equal(mustLite(t, db, smaller, "declare", "-"),
-			"wrote schedule invoice\nremoved schedule dunning\nremoved limits mail\n"+
-				"held retention done: set by hand or by another owner; --force takes it\n")
+			"removed schedule dunning\nremoved limits mail\n"+
+				"held retention done: set by hand or by another owner; --force takes it\nunchanged schedule invoice\n")
 		is.True(strings.HasPrefix(mustLite(t, db, "", "retention"), "done       2d (hand)\n"))
 		all := listSchedules(t, db)
 		is.Equal(len(all), 2)
@@ -36,7 +36,7 @@ func TestDeclareOwnsWhatItDeclares(t *testing.T) {
 		is.Equal([2]string{all[1].Name, all[1].Owner}, [2]string{"invoice", "billing-app"})
 		is.Equal(mustLite(t, db, "", "limit", "mail"), "queue mail: no limits\n")
 
-		is.Equal(mustLite(t, db, smaller, "declare", "--force", "-"), "wrote schedule invoice\nwrote retention done\n")
+		is.Equal(mustLite(t, db, smaller, "declare", "--force", "-"), "wrote retention done\nunchanged schedule invoice\n")
 		is.True(strings.HasPrefix(mustLite(t, db, "", "retention"), "done       36h (code:billing-app)\n"))
 
 		r := runLite(t, db, `{"owner": "x", "schedule": []}`, "declare", "-")

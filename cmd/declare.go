@@ -39,8 +39,9 @@ type declaration struct {
 	Force bool `json:"force"`
 }
 
-// Run declares the file's settings and prints what it wrote, removed and
-// held (--json: {"written": [...], "removed": [...], "held": [...]}).
+// Run declares the file's settings and prints what it wrote, removed,
+// held and found unchanged (--json: {"written": [...], "removed": [...],
+// "held": [...], "unchanged": [...]}).
 func (c *declareCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
 	d, err := c.read(env)
 	if err != nil {
@@ -52,15 +53,16 @@ func (c *declareCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue
 	}
 	if g.JSON {
 		return writeJSON(env.Stdout, struct {
-			Written []string `json:"written"`
-			Removed []string `json:"removed"`
-			Held    []string `json:"held"`
-		}{orEmpty(out.Written), orEmpty(out.Removed), orEmpty(out.Held)})
+			Written   []string `json:"written"`
+			Removed   []string `json:"removed"`
+			Held      []string `json:"held"`
+			Unchanged []string `json:"unchanged"`
+		}{orEmpty(out.Written), orEmpty(out.Removed), orEmpty(out.Held), orEmpty(out.Unchanged)})
 	}
 	for _, l := range []struct {
 		done, why string
 		what      []string
-	}{{"wrote", "", out.Written}, {"removed", "", out.Removed}, {"held", ": set by hand or by another owner; --force takes it", out.Held}} {
+	}{{"wrote", "", out.Written}, {"removed", "", out.Removed}, {"held", ": set by hand or by another owner; --force takes it", out.Held}, {"unchanged", "", out.Unchanged}} {
 		for _, what := range l.what {
 			if _, err := fmt.Fprintf(env.Stdout, "%s %s%s\n", l.done, safe(what), l.why); err != nil {
 				return err

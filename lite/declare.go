@@ -2,6 +2,7 @@ package lite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,9 +21,10 @@ import (
 //     no longer does is removed: a schedule is deleted, limits are lifted,
 //     a retention goes back to lite's default. Settings of other owners
 //     and settings made by hand are never removed.
-//   - Declaring the same thing again changes nothing: a schedule whose
-//     spec and zone are unchanged keeps its next tick, so no tick is lost
-//     or fired twice, and a pause (by hand) stays.
+//   - Declaring the same thing again changes nothing and writes nothing
+//     (Declared.Unchanged): a schedule whose spec and zone are unchanged
+//     keeps its next tick, so no tick is lost or fired twice, and a pause
+//     (by hand) stays.
 //
 // A setting back at its default (a removed schedule, lifted limits, a
 // retention at lite's) is nobody's: the next declaration that names it
@@ -52,22 +54,53 @@ type Declaration struct {
 type Declared struct {
 	// Written are the settings it wrote, Removed those an earlier
 	// declaration of the owner made and it no longer does, Held those it
-	// left because they were set by hand or by another owner. Each reads
-	// "schedule NAME", "limits QUEUE" or "retention STATE".
-	Written, Removed, Held []string
+	// left because they were set by hand or by another owner, Unchanged
+	// those the owner held already as declared, which it did not write.
+	// Each reads "schedule NAME", "limits QUEUE" or "retention STATE".
+	Written, Removed, Held, Unchanged []string
 }
 
-func (d *Declared) note(written bool, what string) {
-	if written {
-		d.Written = append(d.Written, what)
-	} else {
-		d.Held = append(d.Held, what)
+// Who holds a setting, by its key (?1): note reads it for a setting the
+// declaration did not write.
+var (
+	scheduleOwnerSQL = stmt{
+		sqlite:   `select owner from lite_schedules where name = ?1`,
+		postgres: `select owner from lite_schedules where name = $1`,
 	}
+	retentionOwnerSQL = stmt{
+		sqlite:   `select owner from lite_retention where state = ?1`,
+		postgres: `select owner from lite_retention where state = $1`,
+	}
+	limitsOwnerSQL = stmt{
+		sqlite:   `select limits_owner from lite_queues where queue = ?1`,
+		postgres: `select limits_owner from lite_queues where queue = $1`,
+	}
+)
+
+// note records what d did to the setting what, whose key is key: written,
+// or else unchanged if d's owner holds it (the write found it as
+// declared), or held by someone else.
+func (q *Queue) note(ctx context.Context, tx txConn, out *Declared, d Declaration, written bool, what string, owner stmt, key string) error {
+	if written {
+		out.Written = append(out.Written, what)
+		return nil
+	}
+	var holder string
+	if err := tx.QueryRowContext(ctx, q.sql(owner), key).Scan(&holder); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if holder == d.Owner {
+		out.Unchanged = append(out.Unchanged, what)
+	} else {
+		out.Held = append(out.Held, what)
+	}
+	return nil
 }
 
 // Declare makes the database hold d (see Declaration), in one
 // transaction: every process sees all of it or none. Call it at every
-// start of the program. A bad schedule, retention or limit is an error
+// start of the program: processes that start together may all declare at
+// once, on either engine. A bad schedule, retention or limit is an error
 // and nothing changes.
 func (q *Queue) Declare(ctx context.Context, d Declaration) (Declared, error) {
 	var out Declared
@@ -144,7 +177,9 @@ func (q *Queue) declareSchedules(ctx context.Context, tx txConn, d Declaration, 
 		if err != nil {
 			return fmt.Errorf("schedule %s: %w", p.s.Name, err)
 		}
-		out.note(written, "schedule "+p.s.Name)
+		if err := q.note(ctx, tx, out, d, written, "schedule "+p.s.Name, scheduleOwnerSQL, p.s.Name); err != nil {
+			return err
+		}
 		names = append(names, p.s.Name)
 	}
 	removed, err := q.removeUndeclared(ctx, tx, removeSchedulesSQL, d.Owner, names)
@@ -190,7 +225,9 @@ func (q *Queue) declareRetention(ctx context.Context, tx txConn, d Declaration, 
 		case s.keep == 0 && written:
 			out.Removed = append(out.Removed, what)
 		case s.keep != 0:
-			out.note(written, what)
+			if err := q.note(ctx, tx, out, d, written, what, retentionOwnerSQL, string(s.state)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -220,7 +257,9 @@ func (q *Queue) declareLimits(ctx context.Context, tx txConn, d Declaration, out
 		if err != nil {
 			return fmt.Errorf("limits of %s: %w", queue, err)
 		}
-		out.note(written, "limits "+queue)
+		if err := q.note(ctx, tx, out, d, written, "limits "+queue, limitsOwnerSQL, queue); err != nil {
+			return err
+		}
 	}
 	removed, err := q.removeUndeclared(ctx, tx, liftUndeclaredLimitsSQL, d.Owner, queues)
 	for _, queue := range removed {

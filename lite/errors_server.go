@@ -16,6 +16,7 @@ const (
 	serializationFailure = "40001"
 	deadlockDetected     = "40P01"
 	lockNotAvailable     = "55P03"
+	queryCanceled        = "57014" // statement_timeout: see txBounds
 	diskFull             = "53100"
 )
 
@@ -33,7 +34,7 @@ func sqlState(err error) (string, bool) {
 // be retried, and a full disk is ErrFull.
 func classifyServer(err error, code string) error {
 	switch code {
-	case serializationFailure, deadlockDetected, lockNotAvailable:
+	case serializationFailure, deadlockDetected, lockNotAvailable, queryCanceled:
 		return codeError{err, ErrBusy}
 	case diskFull:
 		return codeError{err, ErrFull}

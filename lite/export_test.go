@@ -93,6 +93,13 @@ func FreezeAfterFireLock(t interface{ Cleanup(func()) }, freeze func()) {
 	t.Cleanup(func() { afterFireLock = nil })
 }
 
+// FreezeAfterDepsLock runs freeze in every enqueue that waits for jobs
+// once it holds their rows, until the test ends.
+func FreezeAfterDepsLock(t interface{ Cleanup(func()) }, freeze func()) {
+	afterDepsLock = freeze
+	t.Cleanup(func() { afterDepsLock = nil })
+}
+
 // SetWaitPolls sets how often waiters look on their own, with a watch of
 // commits and without one; the returned func restores them. Tests using
 // it must not run in parallel.

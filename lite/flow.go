@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"math/rand/v2"
 	"time"
 )
 
@@ -76,21 +76,27 @@ on conflict (queue) do update set paused = excluded.paused`,
 		postgres: `insert into lite_queues (queue, paused) values ($1, $2)
 on conflict (queue) do update set paused = excluded.paused`,
 	}
-	// setLimitsSQL replaces a queue's limits only when ?6 (a write by
+	// setLimitsSQL replaces a queue's limits only when ?8 (a write by
 	// hand, or a forced declaration), or the stored limits are the
-	// writer's (?5, "" by hand) or nobody's (none set): a declaration never
-	// overwrites limits set by hand or declared by another owner.
+	// writer's (?7, "" by hand) or nobody's (none set): a declaration never
+	// overwrites limits set by hand or declared by another owner. Limits
+	// stored as given, by the same owner, are not written again: a
+	// declaration at every start writes nothing once it holds.
 	setLimitsSQL = stmt{
 		sqlite: `insert into lite_queues (queue, max_running, rate, rate_per_ms, max_per_key, sequence, limits_owner) values (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
     max_per_key = excluded.max_per_key, sequence = excluded.sequence, limits_owner = excluded.limits_owner,
     window_start = case when (rate, rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then window_start else 0 end
-where ?8 or limits_owner = excluded.limits_owner or (max_running = 0 and rate = 0 and max_per_key = 0 and sequence = '')`,
+where (?8 or limits_owner = excluded.limits_owner or (max_running = 0 and rate = 0 and max_per_key = 0 and sequence = ''))
+  and (max_running, rate, rate_per_ms, max_per_key, sequence, limits_owner)
+    <> (excluded.max_running, excluded.rate, excluded.rate_per_ms, excluded.max_per_key, excluded.sequence, excluded.limits_owner)`,
 		postgres: `insert into lite_queues (queue, max_running, rate, rate_per_ms, max_per_key, sequence, limits_owner) values ($1, $2, $3, $4, $5, $6, $7)
 on conflict (queue) do update set max_running = excluded.max_running, rate = excluded.rate, rate_per_ms = excluded.rate_per_ms,
     max_per_key = excluded.max_per_key, sequence = excluded.sequence, limits_owner = excluded.limits_owner,
     window_start = case when (lite_queues.rate, lite_queues.rate_per_ms) = (excluded.rate, excluded.rate_per_ms) then lite_queues.window_start else 0 end
-where $8 or lite_queues.limits_owner = excluded.limits_owner or (lite_queues.max_running = 0 and lite_queues.rate = 0 and lite_queues.max_per_key = 0 and lite_queues.sequence = '')`,
+where ($8 or lite_queues.limits_owner = excluded.limits_owner or (lite_queues.max_running = 0 and lite_queues.rate = 0 and lite_queues.max_per_key = 0 and lite_queues.sequence = ''))
+  and (lite_queues.max_running, lite_queues.rate, lite_queues.rate_per_ms, lite_queues.max_per_key, lite_queues.sequence, lite_queues.limits_owner)
+    <> (excluded.max_running, excluded.rate, excluded.rate_per_ms, excluded.max_per_key, excluded.sequence, excluded.limits_owner)`,
 	}
 	// waitForLeasesSQL makes a change of settings on PostgreSQL wait for
 	// every lease under way, which read the settings before it, to commit:
@@ -101,9 +107,23 @@ where $8 or lite_queues.limits_owner = excluded.limits_owner or (lite_queues.max
 	// queue as open can still start its jobs. It waits for lite's leases
 	// alone, never for an app's transaction that wrote jobs (heartbeats,
 	// acks and enqueues do not read lite_queues), and no longer than
-	// pauseLockTimeout: meanwhile leases wait behind it.
+	// pauseLockTimeout: meanwhile leases wait behind it. It is the change's
+	// first statement: one that first wrote a row of lite_queues would
+	// hold a lock that this one conflicts with, and two changes (or a
+	// change and a lease waiting for its row) would each wait for the
+	// other until the server ended one (a deadlock, 40P01).
 	waitForLeasesSQL = stmt{
 		postgres: `lock table lite_queues in access exclusive mode`,
+	}
+	// changesInTurnSQL makes the changes of settings on a server take
+	// their turns, before any of them locks what a lease or another change
+	// waits for: processes that start together all declare at once, and
+	// a change that waited for lite_queues behind the others would fail
+	// at pauseLockTimeout. Waiting for its turn, a change holds nothing,
+	// so that wait is bounded by its caller's deadline alone. The key is
+	// lite_queues' oid: one lock per schema that holds a queue.
+	changesInTurnSQL = stmt{
+		postgres: `select pg_advisory_xact_lock('lite_queues'::regclass::oid::bigint)`,
 	}
 	lockTimeoutSQL = stmt{
 		postgres: `select set_config('lock_timeout', $1, true)`,
@@ -118,11 +138,11 @@ where $8 or lite_queues.limits_owner = excluded.limits_owner or (lite_queues.max
 
 // pauseLockTimeout bounds a change of settings' wait for the leases under
 // way (see waitForLeasesSQL): longer than a lease of a frozen host lives
-// (serverTxIdle), so that a change fails only behind a transaction that is
-// not lite's own lease and reads lite_queues (an app's open transaction
-// that read Stats): then it fails with ErrBusy rather than stop every
-// lease for as long.
-const pauseLockTimeout = serverTxIdle + time.Second
+// (Options.ServerTxTimeout), so that a change fails only behind a
+// transaction that is not lite's own lease and reads lite_queues (an app's
+// open transaction that read Stats): then it fails with ErrBusy rather
+// than stop every lease for as long.
+func (q *Queue) pauseLockTimeout() time.Duration { return q.opts.ServerTxTimeout + time.Second }
 
 // Pause stops every process from starting jobs of queue until Resume:
 // every lease refuses them, a worker's loop, Lease and RunJob alike, and
@@ -206,30 +226,26 @@ func (q *Queue) putLimits(ctx context.Context, tx txConn, queue string, l Limits
 
 // changeFlow runs change, a write of queues' settings, and drops the rows
 // back at their defaults, then wakes this process's idle workers: a queue
-// they could not take from may be open now.
+// they could not take from may be open now. Processes that start together
+// all change settings at once (Declare at every start): a change the
+// server ended as a deadlock or a serialization failure runs again, a
+// few times.
 func (q *Queue) changeFlow(ctx context.Context, change func(tx txConn) error) error {
-	err := q.withTx(ctx, func(tx txConn) error {
-		if q.engine.onServer() {
-			if err := q.boundServerWaits(ctx, tx); err != nil {
+	b := q.txBounds()
+	b.statement = 0 // until its turn comes (see changesInTurnSQL)
+	err := retryConflicts(ctx, func() error {
+		return q.withTxBounded(ctx, b, func(tx txConn) error {
+			if q.engine.onServer() {
+				if err := q.waitForLeases(ctx, tx); err != nil {
+					return err
+				}
+			}
+			if err := change(tx); err != nil {
 				return err
 			}
-		}
-		if err := change(tx); err != nil {
+			_, err := tx.ExecContext(ctx, q.sql(dropIdleQueuesSQL))
 			return err
-		}
-		if _, err := tx.ExecContext(ctx, q.sql(dropIdleQueuesSQL)); err != nil {
-			return err
-		}
-		if !q.engine.onServer() {
-			return nil // the lease under way holds the write lock this waited for
-		}
-		if _, err := tx.ExecContext(ctx, q.sql(waitForLeasesSQL)); err != nil {
-			return err
-		}
-		if afterFlowLock != nil {
-			afterFlowLock()
-		}
-		return nil
+		})
 	})
 	if err != nil {
 		return classify(err)
@@ -238,16 +254,54 @@ func (q *Queue) changeFlow(ctx context.Context, change func(tx txConn) error) er
 	return nil
 }
 
-// boundServerWaits bounds, on a server, how long a change of settings
-// waits for the leases under way (pauseLockTimeout), and how long a host
-// frozen inside it may hold what it locked, lite_queues among it, which
-// every lease waits for (serverTxIdle).
-func (q *Queue) boundServerWaits(ctx context.Context, tx txConn) error {
-	if err := q.boundIdleInTx(ctx, tx, 0); err != nil {
+// conflictRetries is how many times retryConflicts runs a change again.
+const conflictRetries = 4
+
+// retryConflicts runs change, and again while the server ends it as a
+// deadlock or a serialization failure (which wrote nothing), up to
+// conflictRetries times, after a short random wait that grows.
+func retryConflicts(ctx context.Context, change func() error) error {
+	err := change()
+	for i := 1; i <= conflictRetries && conflicted(err); i++ {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(i) * time.Duration(5+rand.IntN(20)) * time.Millisecond):
+		}
+		err = change()
+	}
+	return err
+}
+
+// conflicted reports whether a server ended a transaction as a deadlock
+// or a serialization failure.
+func conflicted(err error) bool {
+	code, ok := sqlState(err)
+	return ok && (code == deadlockDetected || code == serializationFailure)
+}
+
+// waitForLeases waits, on a server, for the change's turn
+// (changesInTurnSQL), then for the leases under way (waitForLeasesSQL),
+// and bounds that wait and each statement after it (pauseLockTimeout).
+func (q *Queue) waitForLeases(ctx context.Context, tx txConn) error {
+	if _, err := tx.ExecContext(ctx, q.sql(changesInTurnSQL)); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, q.sql(lockTimeoutSQL), strconv.FormatInt(pauseLockTimeout.Milliseconds(), 10))
-	return err
+	b := q.txBounds()
+	b.statement = q.pauseLockTimeout()
+	if _, err := q.boundServerTx(ctx, tx, b); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, q.sql(lockTimeoutSQL), serverMillis(q.pauseLockTimeout())); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, q.sql(waitForLeasesSQL)); err != nil {
+		return err
+	}
+	if afterFlowLock != nil {
+		afterFlowLock()
+	}
+	return nil
 }
 
 // queueFlow is one queue's settings, as Stats shows them.

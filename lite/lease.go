@@ -782,23 +782,25 @@ for update`,
 // queue list, or the queue of job id; null for either: no filter). query
 // is the text lease runs. lease reads the clock itself, once the lock is
 // held. staleAfter is the lease's promise, which bounds how long a host
-// frozen inside the transaction may hold the lock (see idleInTxSQL).
+// frozen inside the transaction may hold the lock (see txBounds).
 func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullString, id sql.NullInt64, staleAfter time.Duration, lease func(queryer) error) error {
 	if !q.engine.onServer() {
 		return q.writeIn(ctx, query, true, func(c conn) error { return lease(c) })
 	}
 	// As on the writer, a statement that has started runs to its end: a
 	// cancel that cut the lease short could leave its row locks held by a
-	// server backend that has not yet seen the connection go.
-	ctx, err := uncancelled(ctx)
+	// server backend that has not yet seen the connection go. The server
+	// ends it by ctx's deadline instead (see boundServerTx).
+	stmtCtx, err := uncancelled(ctx)
 	if err != nil {
 		return err
 	}
-	return q.withTx(ctx, func(tx txConn) error {
-		if err := q.boundIdleInTx(ctx, tx, staleAfter); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, q.sql(lockFlowSQL), queues, id); err != nil {
+	b := q.txBounds()
+	if staleAfter > 0 {
+		b.idle = min(b.idle, staleAfter) // a frozen host stops the others for no longer than its own promise
+	}
+	return q.withTxBounded(ctx, b, func(tx txConn) error {
+		if _, err := tx.ExecContext(stmtCtx, q.sql(lockFlowSQL), queues, id); err != nil {
 			return err
 		}
 		if afterFlowLock != nil {
@@ -812,33 +814,6 @@ func (q *Queue) underFlow(ctx context.Context, query string, queues sql.NullStri
 // flow control once it holds its locks (a lease of a limited queue, the
 // queues' rows; a change of settings, lite_queues): a host frozen there.
 var afterFlowLock func()
-
-// serverTxIdle bounds how long a transaction of lite's on a server may
-// sit idle between its statements. None of lite's does for longer than a
-// round trip; one that does belongs to a host frozen (a SIGSTOP, a paused
-// VM, a long GC stall) while it holds row locks that every other host
-// waits for.
-const serverTxIdle = 2 * time.Second
-
-// idleInTxSQL makes the server end this session if its transaction sits
-// idle for longer than $1 milliseconds: the transaction rolls back and
-// its locks go, so that the other hosts wait no longer than that for a
-// frozen one, whose later statements then fail (nothing it wrote in the
-// transaction committed).
-var idleInTxSQL = stmt{
-	postgres: `select set_config('idle_in_transaction_session_timeout', $1, true)`,
-}
-
-// boundIdleInTx sets idleInTxSQL for tx to the shorter of serverTxIdle
-// and d (a lease's stale-after: a frozen host stops the others for no
-// longer than its own promise); 0 means serverTxIdle.
-func (q *Queue) boundIdleInTx(ctx context.Context, tx txConn, d time.Duration) error {
-	if d <= 0 || d > serverTxIdle {
-		d = serverTxIdle
-	}
-	_, err := tx.ExecContext(ctx, q.sql(idleInTxSQL), strconv.FormatInt(max(d.Milliseconds(), 1), 10))
-	return err
-}
 
 // leaseWithoutSync reports whether a lease may commit without syncing: on
 // a file Open set to FULL. A file with NORMAL syncs no commit already, and

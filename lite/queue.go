@@ -98,6 +98,18 @@ type Options struct {
 	// EnqueueMiddleware wraps every enqueue, the first outermost: see
 	// EnqueueMiddleware.
 	EnqueueMiddleware []EnqueueMiddleware
+	// ServerTxTimeout bounds, on a server, every transaction lite opens,
+	// the ones that run your writes (Complete, CommitWithAck, Fail,
+	// CommitWithFailure, Retry, EnqueueWorkflow) among them: the server
+	// ends one that sits idle between statements longer than this (a
+	// process frozen inside it), and cancels a statement in one that runs
+	// or waits for a lock longer than this, so that no process holds the
+	// rows it locked for longer. The transaction then rolls back, and its
+	// call returns an error. A change of settings (Pause, SetLimits,
+	// Declare) waits one second more for the leases under way. Default 2s;
+	// at least 1ms. A SQLite file ignores it (BusyTimeout bounds the wait
+	// for its write lock).
+	ServerTxTimeout time.Duration
 }
 
 // Defaults applied by Options when a field is zero.
@@ -106,6 +118,7 @@ const (
 	DefaultMaxPayloadBytes = 1 << 20
 	DefaultReaders         = 4
 	DefaultWALSizeLimit    = 64 << 20
+	DefaultServerTxTimeout = 2 * time.Second
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -145,6 +158,14 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("options: negative WALSizeLimit %d", o.WALSizeLimit)
 	case o.WALSizeLimit == 0:
 		o.WALSizeLimit = DefaultWALSizeLimit
+	}
+	switch {
+	case o.ServerTxTimeout < 0:
+		return o, fmt.Errorf("options: negative ServerTxTimeout %s", o.ServerTxTimeout)
+	case o.ServerTxTimeout == 0:
+		o.ServerTxTimeout = DefaultServerTxTimeout
+	case o.ServerTxTimeout < time.Millisecond:
+		return o, fmt.Errorf("options: ServerTxTimeout %s is under the server's resolution of 1ms", o.ServerTxTimeout)
 	}
 	if o.Identity == "" {
 		o.Identity = DefaultIdentity()
@@ -493,8 +514,15 @@ func dsn(path string, o Options, readOnly bool) string {
 // withTx runs fn in one write transaction (BEGIN IMMEDIATE on a queue that
 // Open made) and commits if fn returns nil. A cancel of ctx can stop a
 // statement inside fn, which then rolls the transaction back, but never
-// the commit: once it starts, its outcome is the call's.
+// the commit: once it starts, its outcome is the call's. On a server the
+// transaction is bounded (see txBounds, Options.ServerTxTimeout), and
+// ctx's deadline bounds each statement.
 func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
+	return q.withTxBounded(ctx, q.txBounds(), fn)
+}
+
+// withTxBounded is withTx with bounds b on a server.
+func (q *Queue) withTxBounded(ctx context.Context, b txBounds, fn func(tx txConn) error) error {
 	txCtx, err := uncancelled(ctx)
 	if err != nil {
 		return err
@@ -505,8 +533,15 @@ func (q *Queue) withTx(ctx context.Context, fn func(tx txConn) error) error {
 	}
 	defer q.stmts.prepareMissed(txCtx) // after the rollback below: the writer is free
 	defer tx.Rollback()
-	if err := fn(txConn{tx: tx, stmts: &q.stmts}); err != nil {
-		return err
+	c := txConn{tx: tx, stmts: &q.stmts}
+	byDeadline := false
+	if q.engine.onServer() {
+		if byDeadline, err = q.boundServerTx(ctx, c, b); err != nil {
+			return pastDeadline(ctx, byDeadline, err)
+		}
+	}
+	if err := fn(c); err != nil {
+		return pastDeadline(ctx, byDeadline, err)
 	}
 	if err := tx.Commit(); errors.Is(err, sql.ErrTxDone) {
 		return fmt.Errorf("commit: the transaction was committed or rolled back inside it, so whether its writes landed is unknown: %w", err)
@@ -549,6 +584,12 @@ func (q *Queue) writeItem(query string, it *roundItem) error {
 		}
 		asked := q.nowMillis()
 		defer func() { q.noteWait(asked, q.nowMillis()) }()
+		if _, ok := ctx.Deadline(); ok {
+			// Its own transaction, so that the server cancels it at the
+			// deadline (see boundServerTx): the writer's statements run
+			// to their end, a lock wait behind an app's transaction too.
+			return q.withTxBounded(ctx, txBounds{idle: q.opts.ServerTxTimeout}, func(tx txConn) error { return it.fn(tx) })
+		}
 		return it.fn(q.writer())
 	}
 	if err := q.prepareForTx(ctx, query); err != nil {

@@ -116,14 +116,15 @@ var (
 	// by hand, or a forced declaration) or the stored one is the writer's
 	// (?3, "" by hand); clearRetentionSQL, back to the default, likewise:
 	// a declaration never overwrites what was set by hand or declared by
-	// another owner.
+	// another owner. One stored as given, by the same owner, is not
+	// written again.
 	setRetentionSQL = stmt{
 		sqlite: `insert into lite_retention (state, keep_ms, owner) values (?1, ?2, ?3)
 on conflict (state) do update set keep_ms = excluded.keep_ms, owner = excluded.owner
-where ?4 or lite_retention.owner = excluded.owner`,
+where (?4 or lite_retention.owner = excluded.owner) and (lite_retention.keep_ms, lite_retention.owner) is not (excluded.keep_ms, excluded.owner)`,
 		postgres: `insert into lite_retention (state, keep_ms, owner) values ($1, $2, $3)
 on conflict (state) do update set keep_ms = excluded.keep_ms, owner = excluded.owner
-where $4 or lite_retention.owner = excluded.owner`,
+where ($4 or lite_retention.owner = excluded.owner) and (lite_retention.keep_ms, lite_retention.owner) is distinct from (excluded.keep_ms, excluded.owner)`,
 	}
 	clearRetentionSQL = stmt{
 		sqlite:   `delete from lite_retention where state = ?1 and (?3 or owner = ?2)`,

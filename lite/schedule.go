@@ -72,7 +72,8 @@ func (q *Queue) scheduleJob(j NewJob) (jobRow, error) {
 // moves its ticks; a stored pause stays. It replaces a stored schedule
 // only when ?14 (a write by hand, or a forced declaration) or the stored
 // owner is the writer's, ?13 ("" by hand): a declaration never overwrites
-// a schedule set by hand or declared by another owner.
+// a schedule set by hand or declared by another owner. A schedule stored
+// as given, by the same owner, is not written again.
 var setScheduleSQL = stmt{
 	sqlite: `insert into lite_schedules
     (name, spec, time_zone, queue, kind, payload, priority, max_attempts, unique_key, paused, next_run_at,
@@ -85,7 +86,12 @@ on conflict (name) do update set
     next_run_at = case when lite_schedules.spec = excluded.spec and lite_schedules.time_zone = excluded.time_zone
         then lite_schedules.next_run_at else excluded.next_run_at end,
     updated_at = excluded.updated_at, owner = excluded.owner
-where ?14 or lite_schedules.owner = excluded.owner`,
+where (?14 or lite_schedules.owner = excluded.owner)
+  and ((lite_schedules.spec, lite_schedules.time_zone, lite_schedules.queue, lite_schedules.kind, lite_schedules.payload,
+        lite_schedules.priority, lite_schedules.max_attempts, lite_schedules.unique_key, lite_schedules.owner)
+    is not (excluded.spec, excluded.time_zone, excluded.queue, excluded.kind, excluded.payload,
+        excluded.priority, excluded.max_attempts, excluded.unique_key, excluded.owner)
+    or excluded.paused > lite_schedules.paused)`,
 	postgres: `insert into lite_schedules
     (name, spec, time_zone, queue, kind, payload, priority, max_attempts, unique_key, paused, next_run_at,
      created_at, updated_at, owner)
@@ -97,7 +103,12 @@ on conflict (name) do update set
     next_run_at = case when lite_schedules.spec = excluded.spec and lite_schedules.time_zone = excluded.time_zone
         then lite_schedules.next_run_at else excluded.next_run_at end,
     updated_at = excluded.updated_at, owner = excluded.owner
-where $14 or lite_schedules.owner = excluded.owner`,
+where ($14 or lite_schedules.owner = excluded.owner)
+  and ((lite_schedules.spec, lite_schedules.time_zone, lite_schedules.queue, lite_schedules.kind, lite_schedules.payload,
+        lite_schedules.priority, lite_schedules.max_attempts, lite_schedules.unique_key, lite_schedules.owner)
+    is distinct from (excluded.spec, excluded.time_zone, excluded.queue, excluded.kind, excluded.payload,
+        excluded.priority, excluded.max_attempts, excluded.unique_key, excluded.owner)
+    or excluded.paused and not lite_schedules.paused)`,
 }
 
 // SetSchedule adds the schedule s, or replaces the one of the same name,

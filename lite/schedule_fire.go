@@ -71,7 +71,7 @@ var fireScheduleSQL = stmt{
 // row is held. It reports false, having written nothing, when the
 // schedule is no longer at that tick (another process fired it, or its
 // spec changed) or was paused. On a server, a host frozen while it holds
-// the row holds it no longer than serverTxIdle.
+// the row holds it no longer than Options.ServerTxTimeout (see withTx).
 func (q *Queue) fire(ctx context.Context, d dueSchedule) (bool, error) {
 	fired := false
 	err := q.withTx(ctx, func(tx txConn) error {
@@ -79,11 +79,6 @@ func (q *Queue) fire(ctx context.Context, d dueSchedule) (bool, error) {
 			spec, zone string
 			job        jobRow
 		)
-		if q.engine.onServer() {
-			if err := q.boundIdleInTx(ctx, tx, 0); err != nil {
-				return err
-			}
-		}
 		err := tx.QueryRowContext(ctx, q.sql(fireReadSQL), d.name, d.tick).Scan(&spec, &zone, &job.queue, &job.kind,
 			&job.payload, &job.priority, &job.maxAttempts, &job.uniqueKey)
 		if errors.Is(err, sql.ErrNoRows) {

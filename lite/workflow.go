@@ -214,8 +214,18 @@ func (q *Queue) depStates(ctx context.Context, c conn, ids []int64) (map[int64]S
 		}
 		states[id] = st
 	}
-	return states, rows.Err()
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	if afterDepsLock != nil {
+		afterDepsLock()
+	}
+	return states, nil
 }
+
+// afterDepsLock, when a test sets it, runs in an enqueue once it holds the
+// rows of the jobs its new jobs wait for: a process frozen there.
+var afterDepsLock func()
 
 // Step is one job of a workflow: Name lets the steps after it wait for it
 // (After) before it has an id. Job.DependsOn may name jobs already
