@@ -135,6 +135,23 @@ func (q *Queue) FenceRestore(ctx context.Context) (FenceReport, error) {
 	return rep, nil
 }
 
+// CheckInPlace refuses to fence the SQLite file at path in place (lite
+// restore --in-place, after a copy was put back by hand) while a -wal
+// lies beside it that no process holds: killed processes left it, and if
+// the file was copied back it belongs to the file replaced; opening the
+// copy would replay it onto it, and ruin it for good. Call it before
+// opening the file. On Windows it cannot tell, and refuses nothing.
+func CheckInPlace(path string) error {
+	if _, err := os.Lstat(path + "-wal"); err != nil {
+		return nil
+	}
+	held, err := heldElsewhere(path)
+	if err != nil || held {
+		return err
+	}
+	return fmt.Errorf("check %s: %s-wal lies beside it, left by processes that were killed, and opening the file replays it: if you copied the file back by hand, the WAL belongs to the file you replaced: delete %[2]s-wal and %[2]s-shm; if you did not, open the file once (lite ls) to fold the WAL in; then run this again", Redact(path), Redact(path))
+}
+
 // restoreFloor is the floor of a restore at now.
 func restoreFloor(now time.Time) (int64, error) {
 	ms := now.UnixMilli()
