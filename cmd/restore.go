@@ -62,6 +62,11 @@ func (c *restoreCmd) restore(ctx context.Context, db string) (lite.FenceReport, 
 	if !c.InPlace {
 		return lite.Restore(ctx, c.Src, db, lite.RestoreOptions{Force: c.Force})
 	}
+	if !lite.IsServerURL(db) {
+		if err := lite.CheckInPlace(db); err != nil {
+			return lite.FenceReport{}, err
+		}
+	}
 	// The queue opens here, not through kong's binding: restoring SRC
 	// must not hold --db open while it replaces it.
 	q, err := lite.Open(ctx, db, lite.Options{})

@@ -232,7 +232,10 @@ func (q *Queue) bulkApply(ctx context.Context, action BulkAction, ids []int64) (
 	case BulkCancel:
 		res, err = q.writer().ExecContext(ctx, q.sql(bulkCancelSQL), now, cancelledText, string(list))
 	case BulkDelete:
-		n, err := q.deleteJobs(ctx, q.sql(bulkDeleteSQL), string(list))
+		n, err := q.deleteJobs(ctx, func(c conn) error {
+			_, err := c.ExecContext(ctx, q.sql(bulkDeleteEndsSQL), now, cancelledText, string(list))
+			return err
+		}, q.sql(bulkDeleteSQL), string(list))
 		if err != nil {
 			return 0, classify(err)
 		}
@@ -310,6 +313,21 @@ returning id, batch_id`,
 where id in (select jsonb_array_elements_text($1::jsonb)::bigint) and state in ('available', 'done', 'dead', 'cancelled')
   and ` + notAwaited + `
 returning id, batch_id`,
+}
+
+// bulkDeleteEndsSQL cancels, as Cancel does, the available jobs of a
+// batch (?3) that bulkDeleteSQL then deletes in the same transaction, so
+// that a job deleted before it finished ends as a cancelled one does:
+// its batch counts it (and calls back if it was the last), its own
+// callback fires, its outcome is counted. Without it a batch would wait
+// for a job that no longer exists, forever.
+var bulkDeleteEndsSQL = stmt{
+	sqlite: `update lite_jobs
+` + cancelSet.sqlite + `
+where id in (select value from json_each(?3)) and state = 'available' and ` + notAwaited,
+	postgres: `update lite_jobs
+` + cancelSet.postgres + `
+where id in (select jsonb_array_elements_text($3::jsonb)::bigint) and state = 'available' and ` + notAwaited,
 }
 
 // notAwaited holds for a job whose dependents have all finished (or are

@@ -13,9 +13,10 @@ const expireBatch = 1000
 
 // expireSQL cancels available jobs whose expiry has passed (?1: now), up
 // to expireBatch of them, recording why in each one's errors. Only a job
-// never leased (generation 0) expires: a running one started in time, and
-// so did one available again after a reclaim, a failed attempt, a snooze,
-// a release or a retry, none of which takes its generation back. Every
+// never leased (first_leased_at is null) expires: a running one started
+// in time, and so did one available again after a reclaim, a failed
+// attempt, a snooze, a release or a retry, none of which clears
+// first_leased_at (nor does a restore, which raises generations). Every
 // lease refuses an expired job already (see notExpired); this makes it
 // visible as finished and ends what waits on it.
 var expireSQL = stmt{
@@ -24,7 +25,7 @@ var expireSQL = stmt{
         'attempt', attempts, 'generation', generation, 'at', ?1,
         'error', 'expired: not started by ' || strftime('%Y-%m-%dT%H:%M:%fZ', expires_at / 1000.0, 'unixepoch')))
 where id in (select id from lite_jobs
-    where state = 'available' and generation = 0 and expires_at is not null and expires_at <= ?1
+    where state = 'available' and first_leased_at is null and expires_at is not null and expires_at <= ?1
     order by expires_at limit ` + strconv.Itoa(expireBatch) + `)
   and state = 'available'
 returning id`,
@@ -33,7 +34,7 @@ returning id`,
         'attempt', attempts, 'generation', generation, 'at', $1::bigint,
         'error', 'expired: not started by ' || to_char(to_timestamp(expires_at / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
 where id = any(array(select id from lite_jobs
-    where state = 'available' and generation = 0 and expires_at is not null and expires_at <= $1
+    where state = 'available' and first_leased_at is null and expires_at is not null and expires_at <= $1
     order by expires_at limit ` + strconv.Itoa(expireBatch) + `
     for update skip locked))
   and state = 'available'

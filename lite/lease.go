@@ -77,9 +77,11 @@ func filterFor(queues []string) queueFilter {
 // loop takes.
 var leaseSet = stmt{
 	sqlite: `state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = ` + uuidV4SQL + `, locked_by = ?1, leased_at = ?2, heartbeat_at = ?3, stale_after_ms = ?4`,
+    lease_token = ` + uuidV4SQL + `, locked_by = ?1, leased_at = ?2, heartbeat_at = ?3, stale_after_ms = ?4,
+    first_leased_at = coalesce(first_leased_at, ?2)`,
 	postgres: `state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4`,
+    lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4,
+    first_leased_at = coalesce(first_leased_at, $2)`,
 }
 
 // leaseFlow is lite_flow for a lease: its now is leased_at (?2).
@@ -87,10 +89,10 @@ var leaseFlow = flowCTE(2)
 
 // notExpired is every lease's check of a job's expiry, now being the
 // statement's parameter for leased_at: a job past its expiry never
-// starts, unless it was leased before (generation > 0: a job reclaimed or
-// retried after its expiry started in time, and runs to its end).
+// starts, unless it was leased before (first_leased_at: a job reclaimed
+// or retried after its expiry started in time, and runs to its end).
 func notExpired(now string) string {
-	return `(expires_at is null or expires_at > ` + now + ` or generation > 0)`
+	return `(expires_at is null or expires_at > ` + now + ` or first_leased_at is not null)`
 }
 
 // keySlotsCTE is lite_key_slots: for each key in lite_keys of a queue
@@ -567,7 +569,7 @@ var whyNotLeasedSQL = stmt{
 // second) for whyNotLeased; no is the dialect's false.
 func whyNotLeasedText(id, now, no string) string {
 	return `select j.state, j.kind, j.queue, coalesce(f.paused, ` + no + `), j.deps_pending,
-    j.expires_at is not null and j.expires_at <= ` + now + ` and j.generation = 0, coalesce(j.expires_at, 0),
+    j.expires_at is not null and j.expires_at <= ` + now + ` and j.first_leased_at is null, coalesce(j.expires_at, 0),
     coalesce(j.job_key, ''), coalesce(f.max_per_key, 0), coalesce(f.sequence, ''),
     (select count(*) from lite_jobs r where r.state = 'running' and r.queue = j.queue and r.job_key = j.job_key),
     (select count(*) from lite_jobs a where a.state = 'available' and a.queue = j.queue and a.job_key = j.job_key

@@ -2,12 +2,17 @@ package lite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"os"
+	"strconv"
+	"strings"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 // restoreShift sets the floor FenceRestore raises ids and generations to:
@@ -130,6 +135,23 @@ func (q *Queue) FenceRestore(ctx context.Context) (FenceReport, error) {
 	return rep, nil
 }
 
+// CheckInPlace refuses to fence the SQLite file at path in place (lite
+// restore --in-place, after a copy was put back by hand) while a -wal
+// lies beside it that no process holds: killed processes left it, and if
+// the file was copied back it belongs to the file replaced; opening the
+// copy would replay it onto it, and ruin it for good. Call it before
+// opening the file. On Windows it cannot tell, and refuses nothing.
+func CheckInPlace(path string) error {
+	if _, err := os.Lstat(path + "-wal"); err != nil {
+		return nil
+	}
+	held, err := heldElsewhere(path)
+	if err != nil || held {
+		return err
+	}
+	return fmt.Errorf("check %s: %s-wal lies beside it, left by processes that were killed, and opening the file replays it: if you copied the file back by hand, the WAL belongs to the file you replaced: delete %[2]s-wal and %[2]s-shm; if you did not, open the file once (lite ls) to fold the WAL in; then run this again", Redact(path), Redact(path))
+}
+
 // restoreFloor is the floor of a restore at now.
 func restoreFloor(now time.Time) (int64, error) {
 	ms := now.UnixMilli()
@@ -182,9 +204,6 @@ func restore(ctx context.Context, src, path string, opts RestoreOptions) (FenceR
 	if same, err := sameFile(src, path); err != nil || same {
 		return FenceReport{}, errors.Join(err, errors.New("the copy is the file it would replace"))
 	}
-	if err := checkIdle(ctx, path, opts); err != nil {
-		return FenceReport{}, err
-	}
 	tmp, err := copyOf(ctx, src, path, opts.Options)
 	if err != nil {
 		return FenceReport{}, err
@@ -205,7 +224,103 @@ func restore(ctx context.Context, src, path string, opts RestoreOptions) (FenceR
 	if err = errors.Join(err, q.Close()); err != nil {
 		return FenceReport{}, err
 	}
-	return rep, install(tmp, path, true)
+	return rep, installCopy(ctx, tmp, path, opts)
+}
+
+// installCopy puts the fenced copy tmp at path. A free path gets it by
+// a link that fails if a file appeared there meanwhile; a stale -wal or
+// -shm there belongs to a file gone before, and would be replayed onto
+// the copy, so it goes first. A file at path gets the copy written into
+// it (see installLocked), never renamed over it: a process that opened
+// the old file would keep its -wal and -shm beside the new one, and
+// replay them onto it.
+func installCopy(ctx context.Context, tmp, path string, opts RestoreOptions) error {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+			os.Remove(path + suffix)
+		}
+		if err := install(tmp, path, false); !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	err := classify(installLocked(ctx, tmp, path, opts))
+	if errors.Is(err, ErrBusy) {
+		return fmt.Errorf("%w: another process has it open; stop it first", ErrInUse)
+	}
+	return err
+}
+
+// installLockedBusy is how long installLocked waits for a process that
+// holds the file for a moment (a lite ls) before it refuses.
+const installLockedBusy = 2 * time.Second
+
+// installLocked writes the copy tmp into the database at path with
+// SQLite's backup API, holding the file's exclusive lock from the check
+// that no process has it open to the end: locking_mode=EXCLUSIVE takes
+// it at the first write and keeps it until the connection closes. Any
+// process with the file open holds a shared lock, so the lock is refused
+// (ErrInUse) while one does; one that opens it meanwhile waits for the
+// lock and then reads the copy whole. The copy replaces every page, in
+// a transaction: on an error the file is as it was. Closing checkpoints
+// the WAL into the file and removes it.
+func installLocked(ctx context.Context, tmp, path string, opts RestoreOptions) (err error) {
+	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	db, err := sql.Open("sqlite", "file:"+escaped+"?_pragma=locking_mode(EXCLUSIVE)&_pragma=synchronous(FULL)&_pragma=busy_timeout("+
+		strconv.FormatInt(installLockedBusy.Milliseconds(), 10)+")")
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, `begin immediate`); err != nil {
+		return err
+	}
+	if err := checkNoWorkers(ctx, c, opts); err != nil {
+		c.ExecContext(ctx, `rollback`)
+		return err
+	}
+	if _, err := c.ExecContext(ctx, `commit`); err != nil {
+		return err
+	}
+	return c.Raw(func(dc any) error {
+		r, ok := dc.(interface {
+			NewRestore(string) (*sqlite.Backup, error)
+		})
+		if !ok {
+			return errors.New("the SQLite driver has no backup API")
+		}
+		b, err := r.NewRestore("file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(tmp) + "?mode=ro")
+		if err != nil {
+			return err
+		}
+		_, err = b.Step(-1)
+		return errors.Join(err, b.Finish())
+	})
+}
+
+// checkNoWorkers refuses, unless opts.Force, a database with workers
+// announced live on it: they would keep writing to what the copy
+// replaced. A database that is not lite's is refused, untouched.
+func checkNoWorkers(ctx context.Context, c *sql.Conn, opts RestoreOptions) error {
+	o, err := opts.Options.withDefaults()
+	if err != nil {
+		return err
+	}
+	var live int
+	err = c.QueryRowContext(ctx, `select count(*) from lite_workers where `+liveWorker.sqlite, o.Now().UnixMilli()).Scan(&live)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "no such table"):
+		return fmt.Errorf("%w: it has no lite_workers table", ErrNotLite)
+	case err != nil:
+		return classify(err)
+	case live > 0 && !opts.Force:
+		return fmt.Errorf("%w: %d live on the file would keep writing to the replaced one; stop them first", ErrWorkersRunning, live)
+	}
+	return nil
 }
 
 // copyOf copies the database src to a temporary name beside path, as
@@ -222,29 +337,4 @@ func copyOf(ctx context.Context, src, path string, opts Options) (string, error)
 		return "", fmt.Errorf("%s is not a regular file", src)
 	}
 	return snapshot(ctx, src, opts, path)
-}
-
-// checkIdle refuses a database at path that is in use; nothing there is
-// idle.
-func checkIdle(ctx context.Context, path string, opts RestoreOptions) error {
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	q, err := Open(ctx, path, opts.Options)
-	if err != nil {
-		return err
-	}
-	workers, err := q.Workers(ctx)
-	if err = errors.Join(err, q.Close()); err != nil {
-		return err
-	}
-	if len(workers) > 0 && !opts.Force {
-		return fmt.Errorf("%w: %d live on the file would keep writing to the replaced one; stop them first", ErrWorkersRunning, len(workers))
-	}
-	// The last connection to close a file checkpoints and removes its
-	// WAL: one still there is another process's.
-	if _, err := os.Lstat(path + "-wal"); err == nil {
-		return fmt.Errorf("%w: another process has it open; stop it first", ErrInUse)
-	}
-	return nil
 }

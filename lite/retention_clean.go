@@ -158,7 +158,7 @@ func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *
 		rep.Deleted += n
 		q.finishedSome()
 	}
-	deleteBatch := func() (int64, error) { return q.deleteJobs(ctx, q.sql(cleanSQL), state, cutoff, cleanBatch) }
+	deleteBatch := func() (int64, error) { return q.deleteJobs(ctx, nil, q.sql(cleanSQL), state, cutoff, cleanBatch) }
 	return q.cleanBatches(ctx, rep, deleteBatch, deleted)
 }
 
@@ -195,33 +195,29 @@ func (q *Queue) cleanBatches(ctx context.Context, rep *CleanReport, del func() (
 // deleteJobs runs query, a delete of jobs returning each one's id and
 // batch, then prunes the dependency edges and the batches that the
 // deleted jobs leave without any job (see pruneDepsSQL), and returns how
-// many jobs it deleted. The prunes commit after the delete, each on its
-// own: of two processes deleting the two jobs of an edge at once, the
+// many jobs it deleted. ends, if not nil, runs first, in the delete's
+// transaction. The prunes commit after the delete, each on its own: of two processes deleting the two jobs of an edge at once, the
 // one whose prune runs last sees both deletes committed and prunes it.
 // They run to their end even if ctx ends meanwhile, so that nothing the
 // delete left is skipped.
-func (q *Queue) deleteJobs(ctx context.Context, query string, args ...any) (int64, error) {
-	rows, err := q.writer().QueryContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
+func (q *Queue) deleteJobs(ctx context.Context, ends func(c conn) error, query string, args ...any) (int64, error) {
 	var ids, batches []int64
-	for rows.Next() {
-		var id int64
-		var batch sql.NullInt64
-		if err := rows.Scan(&id, &batch); err != nil {
-			rows.Close()
-			return 0, err
+	del := func(c conn) (err error) {
+		if ends != nil {
+			if err := ends(c); err != nil {
+				return err
+			}
 		}
-		ids = append(ids, id)
-		if batch.Valid && !slices.Contains(batches, batch.Int64) {
-			batches = append(batches, batch.Int64)
-		}
+		ids, batches, err = deleteRows(ctx, c, query, args...)
+		return err
 	}
-	if err := rows.Close(); err != nil {
-		return 0, err
+	var err error
+	if ends == nil {
+		err = del(q.writer())
+	} else {
+		err = q.writeTx(ctx, query, func(tx txConn) error { return del(tx) })
 	}
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return 0, err
 	}
 	ctx = context.WithoutCancel(ctx)
@@ -238,6 +234,31 @@ func (q *Queue) deleteJobs(ctx context.Context, query string, args ...any) (int6
 		}
 	}
 	return int64(len(ids)), nil
+}
+
+// deleteRows runs query, a delete of jobs returning each one's id and
+// batch, on c, and returns the ids and the batches.
+func deleteRows(ctx context.Context, c conn, query string, args ...any) (ids, batches []int64, err error) {
+	rows, err := c.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for rows.Next() {
+		var id int64
+		var batch sql.NullInt64
+		if err := rows.Scan(&id, &batch); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		ids = append(ids, id)
+		if batch.Valid && !slices.Contains(batches, batch.Int64) {
+			batches = append(batches, batch.Int64)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, nil, err
+	}
+	return ids, batches, rows.Err()
 }
 
 // vacuumFreePages gives the file's free pages back, vacuumStep at a time,

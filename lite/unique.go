@@ -128,15 +128,16 @@ func (q *Queue) insertHeld(ctx context.Context, c conn, r jobRow) (int64, error)
 }
 
 // debounceSQL folds an enqueue into a pending job: one available and
-// never leased (a lease bumps the generation, and nothing else does
-// before it), so a job that has started, or started once and came back
-// to be retried, is never touched; and one of the enqueue's own kind, so
+// never leased (first_leased_at is null; a restore raises every
+// generation, so a generation says nothing of it), so a job that has
+// started, or started once and came back to be retried, is never
+// touched; and one of the enqueue's own kind, so
 // that a handler never gets a payload meant for another.
 var debounceSQL = stmt{
 	sqlite: `update lite_jobs set payload = ?1, run_at = ?2, expires_at = ?3
-where id = ?4 and state = 'available' and generation = 0 and kind = ?5`,
+where id = ?4 and state = 'available' and first_leased_at is null and kind = ?5`,
 	postgres: `update lite_jobs set payload = $1, run_at = $2, expires_at = $3
-where id = $4 and state = 'available' and generation = 0 and kind = $5`,
+where id = $4 and state = 'available' and first_leased_at is null and kind = $5`,
 }
 
 // debounce folds r into the job holding its key if that job is pending,

@@ -113,14 +113,14 @@ var nextRunAtSQL = stmt{
 select min(case when not coalesce(f.paused or f.full or (j.job_key is not null and (f.per_key > 0 or f.sequence <> '') and j.run_at <= ?3), 0) then max(j.run_at, coalesce(f.opens_at, 0)) end),
     coalesce(max(not f.paused and (f.full or (j.job_key is not null and (f.per_key > 0 or f.sequence <> '') and j.run_at <= ?3))), 0)
 from lite_jobs j left join lite_flow f on f.queue = j.queue
-where j.state = 'available' and (j.expires_at is null or j.expires_at > ?3 or j.generation > 0)
+where j.state = 'available' and (j.expires_at is null or j.expires_at > ?3 or j.first_leased_at is not null)
   and (?1 is null or j.queue in (select value from json_each(?1)))
   and (?2 is null or j.kind in (select value from json_each(?2)))`,
 	postgres: `with ` + nextRunFlow.postgres + `
 select min(case when not coalesce(f.paused or f.full or (j.job_key is not null and (f.per_key > 0 or f.sequence <> '') and j.run_at <= $3), false) then greatest(j.run_at, coalesce(f.opens_at, 0)) end),
     coalesce(bool_or(not f.paused and (f.full or (j.job_key is not null and (f.per_key > 0 or f.sequence <> '') and j.run_at <= $3))), false)
 from lite_jobs j left join lite_flow f on f.queue = j.queue
-where j.state = 'available' and (j.expires_at is null or j.expires_at > $3 or j.generation > 0)
+where j.state = 'available' and (j.expires_at is null or j.expires_at > $3 or j.first_leased_at is not null)
   and ($1::jsonb is null or j.queue in (select jsonb_array_elements_text($1::jsonb)))
   and ($2::jsonb is null or j.kind in (select jsonb_array_elements_text($2::jsonb)))`,
 }

@@ -251,6 +251,10 @@ type WorkflowIDs struct {
 	Batch int64
 }
 
+// errEmptyBatch refuses a batch of no jobs: no job of it would ever end,
+// so it would never call back.
+var errEmptyBatch = errors.New("enqueue workflow: a batch needs at least one step; with none it would never call back")
+
 // ErrCycle means a workflow's steps wait for each other in a circle.
 var ErrCycle = errors.New("dependency cycle")
 
@@ -331,7 +335,10 @@ func (q *Queue) planWorkflow(wf Workflow) (workflowPlan, error) {
 			return p, fmt.Errorf("enqueue workflow: step %q: %w", s.Name, err)
 		}
 	}
-	if wf.Batch != nil && len(p.rows) > 0 {
+	if wf.Batch != nil {
+		if len(p.rows) == 0 {
+			return p, errEmptyBatch
+		}
 		text, err := wf.Batch.encode(q, p.rows[0].queue)
 		if err != nil {
 			return p, fmt.Errorf("enqueue workflow: batch %w", err)
