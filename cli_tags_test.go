@@ -65,5 +65,16 @@ func TestCLITagsAndMeta(t *testing.T) {
 			is.True(!strings.Contains(r.stderr, "\x1b"))
 			is.Equal(len(ls()), 3)
 		})
+
+		t.Run("a metadata key of lite's own is a usage error and enqueues nothing", func(t *testing.T) {
+			is := is.New(t)
+			r := runLite(t, db, "", "enqueue", "--meta", "lite.state=done", "x")
+			is.Equal(r.code, 2)
+			is.True(strings.Contains(r.stderr, `"lite.state"`))
+			r = runLite(t, db, `{"payload":"x","meta":{"lite.job":"1"}}`+"\n", "enqueue", "--file", "-")
+			is.Equal(r.code, 2) // a file's line too
+			is.True(strings.Contains(r.stderr, `"lite.job"`))
+			is.Equal(len(ls()), 3)
+		})
 	})
 }

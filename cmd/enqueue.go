@@ -32,7 +32,7 @@ type enqueueCmd struct {
 	UniqueUntil string            `placeholder:"STATE" help:"With --unique-key: hold the key until the job has started or finished (started, finished), after --unique-for if given."`
 	Debounce    time.Duration     `placeholder:"D" help:"With --unique-key: if the job holding the key has not started, give it this payload and run it this long from now instead of adding a job (e.g. 30s); the id printed is that job's."`
 	Tag         []string          `help:"Tag the job (repeat, or a,b); lite ls --tag finds it."`
-	Meta        map[string]string `mapsep:"none" placeholder:"KEY=VALUE" help:"Metadata the job carries (repeat for more keys)."`
+	Meta        map[string]string `mapsep:"none" placeholder:"KEY=VALUE" help:"Metadata the job carries (repeat for more keys; keys starting lite. are lite's own)."`
 	After       []int64           `placeholder:"ID" help:"Wait for these jobs (repeat, or 1,2): blocked until they are done."`
 	OnDepFail   string            `name:"on-dep-failure" enum:"cancel,run,block" default:"cancel" help:"With --after, when a job waited for ends dead or cancelled: cancel this one, run it anyway, or leave it blocked (cancel, run, block)."`
 	Callback    string            `placeholder:"KIND" help:"When this job ends (done, dead or cancelled), enqueue a job of this kind in the same queue, its meta naming the job (lite.job) and how it ended (lite.state)."`

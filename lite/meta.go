@@ -69,9 +69,16 @@ func encodeTags(tags []string) (string, error) {
 	return string(b), err
 }
 
+// MetaPrefix begins the metadata keys that lite alone writes: a
+// callback's "lite.job", "lite.state", "lite.batch" and counts. A
+// handler trusts them to name what ended, so an enqueue that sets one is
+// refused (ErrInvalid).
+const MetaPrefix = "lite."
+
 // encodeMeta is the meta column's JSON text for meta, checked: keys are
-// not empty, keys and values are UTF-8 (JSON would turn other bytes into
-// U+FFFD), and the whole is at most MaxMetaBytes.
+// not empty and not lite's (MetaPrefix), keys and values are UTF-8 (JSON
+// would turn other bytes into U+FFFD), and the whole is at most
+// MaxMetaBytes.
 func encodeMeta(meta map[string]string) (string, error) {
 	if len(meta) == 0 {
 		return emptyMeta, nil
@@ -80,6 +87,8 @@ func encodeMeta(meta map[string]string) (string, error) {
 		switch {
 		case k == "":
 			return "", fmt.Errorf("metadata: an empty key")
+		case strings.HasPrefix(k, MetaPrefix):
+			return "", fmt.Errorf("metadata key %q: keys starting %q are lite's own: %w", k, MetaPrefix, ErrInvalid)
 		case !utf8.ValidString(k):
 			return "", fmt.Errorf("metadata key %q is not valid UTF-8", k)
 		case !utf8.ValidString(v):

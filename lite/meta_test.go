@@ -99,6 +99,7 @@ func TestTagsAndMeta(t *testing.T) {
 				"a tag too long":            {Tags: []string{strings.Repeat("x", lite.MaxTagBytes+1)}},
 				"too many tags":             {Tags: many},
 				"an empty metadata key":     {Meta: map[string]string{"": "v"}},
+				"a key of lite's own":       {Meta: map[string]string{"lite.state": "done"}},
 				"a value that is not UTF-8": {Meta: map[string]string{"k": "\xff"}},
 				"metadata too large":        {Meta: map[string]string{"k": strings.Repeat("v", lite.MaxMetaBytes)}},
 			} {
