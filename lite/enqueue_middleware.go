@@ -12,15 +12,21 @@ import (
 // outcome in order.
 type EnqueueFunc func(ctx context.Context, jobs []NewJob) ([]Enqueued, error)
 
-// EnqueueMiddleware wraps every enqueue of a queue (Enqueue, EnqueueTx,
-// EnqueueBatch, EnqueueBatchTx, and so the typed Enqueue and the CLI's
-// enqueue, which call them): it sees the jobs before they are checked
-// and inserted, may change them (stamp a trace context into their Meta,
-// add a tag), and sees the outcome next returns. A single Enqueue comes
-// as a batch of one. The jobs are the queue's own copies, Meta maps
-// included, so a middleware may change them in place; it must hand next
-// as many jobs as it was given. Returning an error without calling next
-// refuses the enqueue. Jobs a schedule fires are not enqueued through it.
+// EnqueueMiddleware wraps every enqueue a caller makes on a queue
+// (Enqueue, EnqueueTx, EnqueueBatch, EnqueueBatchTx, EnqueueWorkflow,
+// EnqueueWorkflowTx, and so the typed Enqueue, a batch with a callback,
+// and the CLI's enqueue, which call them): it sees the
+// jobs before they are checked and inserted, may change them (stamp a
+// trace context into their Meta, add a tag), and sees the outcome next
+// returns. A single Enqueue comes as a batch of one; a workflow's steps
+// come as one batch, in the order given, and their outcomes carry only
+// their ids. The jobs are the queue's own copies, Meta maps included, so
+// a middleware may change them in place; it must hand next as many jobs
+// as it was given. Returning an error without calling next refuses the
+// enqueue. Jobs lite enqueues on its own, a schedule's fires and the
+// callbacks a job's or a batch's end enqueues, do not go through it:
+// they have no caller, and commit inside lite's own transaction (a
+// fire's compare-and-set, an ack).
 type EnqueueMiddleware func(next EnqueueFunc) EnqueueFunc
 
 // errJobsMiscounted refuses an enqueue whose middleware handed on a

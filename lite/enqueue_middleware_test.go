@@ -67,7 +67,15 @@ func TestEnqueueMiddleware(t *testing.T) {
 				out, err := q.EnqueueBatchTx(ctx, tx, []lite.NewJob{{}, {}})
 				is.NoErr(err)
 				got = append(got, out[0].ID, out[1].ID)
+				wf, err := q.EnqueueWorkflowTx(ctx, tx, lite.Workflow{Steps: []lite.Step{{Name: "a"}, {After: []string{"a"}}}})
+				is.NoErr(err)
+				got = append(got, wf.IDs...)
 			})
+			// A workflow's steps and a batch's jobs, every one of them.
+			wf, err := q.EnqueueWorkflow(ctx, lite.Workflow{Steps: []lite.Step{{Name: "a"}, {After: []string{"a"}}, {}},
+				Batch: &lite.Callback{Kind: "all-done"}})
+			is.NoErr(err)
+			got = append(got, wf.IDs...)
 			out, err := q.EnqueueBatch(ctx, []lite.NewJob{{}, {}})
 			is.NoErr(err)
 			got = append(got, out[0].ID, out[1].ID)

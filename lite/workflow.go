@@ -261,9 +261,10 @@ var ErrCycle = errors.New("dependency cycle")
 // EnqueueWorkflow adds every step in one transaction, all or none, each
 // blocked until the jobs it waits for are done. A name used twice or
 // unknown, a cycle, a job id that does not exist, and a unique key held
-// by an unfinished job are refused, with nothing stored.
+// by an unfinished job are refused, with nothing stored. The steps' jobs
+// go through the queue's EnqueueMiddleware, as one batch.
 func (q *Queue) EnqueueWorkflow(ctx context.Context, wf Workflow) (WorkflowIDs, error) {
-	out, err := q.enqueueWorkflow(ctx, wf, func(insert func(c conn) error) error {
+	out, err := q.enqueueWorkflow(ctx, wf, func(ctx context.Context, insert func(c conn) error) error {
 		return q.withTx(ctx, func(tx txConn) error { return insert(tx) })
 	})
 	if err != nil {
@@ -281,25 +282,44 @@ func (q *Queue) EnqueueWorkflow(ctx context.Context, wf Workflow) (WorkflowIDs, 
 // do), and the caller's own writes before the call stay.
 func (q *Queue) EnqueueWorkflowTx(ctx context.Context, tx *sql.Tx, wf Workflow) (WorkflowIDs, error) {
 	// No wake-up: see EnqueueTx.
-	return q.enqueueWorkflow(ctx, wf, func(insert func(c conn) error) error {
+	return q.enqueueWorkflow(ctx, wf, func(ctx context.Context, insert func(c conn) error) error {
 		return inSavepoint(ctx, tx, func() error { return insert(tx) })
 	})
 }
 
-// enqueueWorkflow checks wf, then inserts it with inTx, which runs insert
-// inside a transaction.
-func (q *Queue) enqueueWorkflow(ctx context.Context, wf Workflow, inTx func(insert func(c conn) error) error) (WorkflowIDs, error) {
-	p, err := q.planWorkflow(wf)
-	if err != nil {
-		return WorkflowIDs{}, err
+// enqueueWorkflow hands wf's jobs to the enqueue middleware, then checks
+// wf with the jobs the middleware passed on and inserts it with inTx,
+// which runs insert inside a transaction.
+func (q *Queue) enqueueWorkflow(ctx context.Context, wf Workflow, inTx func(ctx context.Context, insert func(c conn) error) error) (WorkflowIDs, error) {
+	jobs := make([]NewJob, len(wf.Steps))
+	for i, s := range wf.Steps {
+		jobs[i] = s.Job
 	}
 	var out WorkflowIDs
-	err = inTx(func(c conn) (err error) {
-		out, err = p.insert(ctx, q, c)
-		return err
+	_, err := q.intercepted(ctx, jobs, func(ctx context.Context, jobs []NewJob) ([]Enqueued, error) {
+		wf.Steps = slices.Clone(wf.Steps)
+		for i := range jobs {
+			wf.Steps[i].Job = jobs[i]
+		}
+		p, err := q.planWorkflow(wf)
+		if err != nil {
+			return nil, err
+		}
+		err = inTx(ctx, func(c conn) (err error) {
+			out, err = p.insert(ctx, q, c)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("enqueue workflow: %w", classify(err))
+		}
+		got := make([]Enqueued, len(out.IDs))
+		for i, id := range out.IDs {
+			got[i].ID = id
+		}
+		return got, nil
 	})
 	if err != nil {
-		return WorkflowIDs{}, fmt.Errorf("enqueue workflow: %w", classify(err))
+		return WorkflowIDs{}, err
 	}
 	return out, nil
 }

@@ -175,6 +175,24 @@ func TestTracing(t *testing.T) {
 		is.Equal(job.Meta["k"], "v") // the job's own metadata stays
 	})
 
+	t.Run("a workflow's steps carry the context of their enqueue, and each run is its child", func(t *testing.T) {
+		is := is.New(t)
+		tr := newTraced(t, litetrace.Options{}, ok)
+		wf, err := tr.q.EnqueueWorkflow(t.Context(), lite.Workflow{
+			Steps: []lite.Step{{Name: "a", Job: lite.NewJob{Kind: "send"}}, {Job: lite.NewJob{Kind: "send"}, After: []string{"a"}}}})
+		is.NoErr(err)
+		enq := tr.span(t, "lite.enqueue")
+		is.Equal(attrs(enq)["lite.batch.size"].AsInt64(), int64(2))
+		for _, id := range wf.IDs {
+			job, err := tr.q.Get(t.Context(), id)
+			is.NoErr(err)
+			is.True(strings.Contains(job.Meta["traceparent"], enq.SpanContext.SpanID().String()))
+		}
+		is.Equal(litetest.Work(t, tr.w, wf.IDs[0]).Kind, lite.EventDone)
+		run := tr.span(t, "lite.run send")
+		is.Equal(run.Parent.SpanID(), enq.SpanContext.SpanID()) // the step's run is the workflow enqueue's child
+	})
+
 	t.Run("a refused enqueue is an error span", func(t *testing.T) {
 		is := is.New(t)
 		tr := newTraced(t, litetrace.Options{}, ok)
