@@ -277,6 +277,25 @@ func TestASequenceRunsEachKeyInOrder(t *testing.T) {
 			is.Equal(got[0].ID, first) // the retry, not the job after it
 		})
 
+		t.Run("a job waiting for its dependencies holds its key's place", func(t *testing.T) {
+			for _, seq := range []lite.Sequence{lite.SequenceContinue, lite.SequenceBlock} {
+				is := is.New(t)
+				q, _ := e.mustOpen(t, newFakeClock())
+				is.NoErr(q.SetLimits(t.Context(), "q", lite.Limits{Sequence: seq}))
+				dep := mustEnqueue(t, q, lite.NewJob{Queue: "other"})
+				blocked := mustEnqueue(t, q, lite.NewJob{Queue: "q", Key: "a", DependsOn: []int64{dep}})
+				later := mustEnqueue(t, q, lite.NewJob{Queue: "q", Key: "a"})
+				is.Equal(len(leaseN(t, q, "q", 10)), 0) // the later job waits for the blocked one
+				d := mustLeaseOne(t, q, "other")
+				is.NoErr(q.AckDone(t.Context(), d.Lease(), nil))
+				j := mustLeaseOne(t, q, "q")
+				is.Equal(j.ID, blocked) // first in its key's sequence, once its dependency is done
+				is.Equal(len(leaseN(t, q, "q", 10)), 0)
+				is.NoErr(q.AckDone(t.Context(), j.Lease(), nil))
+				is.Equal(mustLeaseOne(t, q, "q").ID, later)
+			}
+		})
+
 		t.Run("continue runs the next job after a dead one, block holds the key", func(t *testing.T) {
 			for _, seq := range []lite.Sequence{lite.SequenceContinue, lite.SequenceBlock} {
 				is := is.New(t)

@@ -106,13 +106,14 @@ const keySlotsCTE = `lite_key_slots as materialized (
     where k.job_key is not null and (f.per_key > 0 or f.sequence <> ''))`
 
 // inSequence is every lease's check that a keyed job of a queue with a
-// sequence is its key's first in enqueue order that is available (with
-// 'block', its first unfinished one: dead, cancelled or blocked too). A
-// key with a job running is checked apart. The same text in both dialects.
+// sequence is its key's first in enqueue order that is available or
+// blocked (with 'block', its first unfinished one: dead or cancelled
+// too): a job waiting for its dependencies holds its place. A key with a
+// job running is checked apart. The same text in both dialects.
 const inSequence = `(coalesce((select f.sequence from lite_flow f where f.queue = lite_jobs.queue), '') = ''
                       or not exists (select 1 from lite_jobs o
                           where o.queue = lite_jobs.queue and o.job_key = lite_jobs.job_key and o.state <> 'done'
-                            and o.id < lite_jobs.id and (o.state = 'available'
+                            and o.id < lite_jobs.id and (o.state in ('available', 'blocked')
                               or (select f.sequence from lite_flow f where f.queue = lite_jobs.queue) = 'block')))`
 
 // keyedCTEs are what a lease of many jobs reads of the keys that run
@@ -580,11 +581,11 @@ from lite_jobs j left join lite_queues f on f.queue = j.queue where j.id = ` + i
 
 // sequenceAhead is the job that holds a keyed job j back in its queue's
 // sequence, as leaseGuard tells it, or 0: its key's job running, else the
-// first of its key before it that is available (or not done, under
-// 'block').
+// first of its key before it that is available or blocked (or not done,
+// under 'block').
 const sequenceAhead = `    coalesce((select o.id from lite_jobs o
         where o.queue = j.queue and o.job_key = j.job_key and o.state <> 'done' and o.id <> j.id
-          and (o.state = 'running' or (o.id < j.id and (o.state = 'available' or f.sequence = 'block')))
+          and (o.state = 'running' or (o.id < j.id and (o.state in ('available', 'blocked') or f.sequence = 'block')))
         order by o.state = 'running' desc, o.id limit 1), 0)`
 
 // notLeased is what whyNotLeased reads of a job a lease by id missed.
