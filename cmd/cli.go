@@ -256,6 +256,23 @@ func (cli *root) queueOptions(command string) lite.Options {
 		ExternalCheckpoints: cli.replicates(command), AfterCommit: cli.afterCommit(command)}
 }
 
+// openQueue opens the queue at db; a file that exists but cannot be
+// opened for writing (a read-only directory or mount, no permission) is
+// opened read-only: the commands that read work, and those that write
+// fail at their first write with lite's read-only error rather than an
+// open's "unable to open database file".
+func openQueue(ctx context.Context, db string, opts lite.Options, exists bool) (*lite.Queue, error) {
+	q, err := lite.Open(ctx, db, opts)
+	if err == nil || !exists || lite.IsServerURL(db) {
+		return q, err
+	}
+	opts.ReadOnly = true
+	if ro, roErr := lite.Open(ctx, db, opts); roErr == nil {
+		return ro, nil
+	}
+	return nil, err
+}
+
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.
 func Run(ctx context.Context, args []string, env Env) (err error) {
@@ -277,7 +294,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 				return nil, err
 			}
 			_, missing := os.Stat(cli.DB)
-			q, err := lite.Open(ctx, cli.DB, cli.queueOptions(command))
+			q, err := openQueue(ctx, cli.DB, cli.queueOptions(command), missing == nil)
 			if err == nil && errors.Is(missing, fs.ErrNotExist) && !lite.IsServerURL(cli.DB) {
 				// A typo in --db or LITE_DB shows here, not as a worker
 				// waiting on an empty file.
