@@ -113,6 +113,18 @@ type exitError struct {
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
+// ExitInterrupted is the exit code of a command that a signal (Ctrl-C,
+// SIGTERM) stopped: 128 + SIGINT, as shells report a process killed by
+// it.
+const ExitInterrupted = 130
+
+// interrupted is the error of a command that a signal stopped: its one
+// line says what was done; the statement's error that the signal caused
+// ("context canceled", a rollback's) says nothing to a user.
+func interrupted(format string, args ...any) error {
+	return exitError{fmt.Errorf(format, args...), ExitInterrupted}
+}
+
 // ExitCode is the process exit code for an error Run returned: 2 for a
 // usage error (a setting the library refused as given is one), a
 // command's own code (lite work --exit-when-empty, lite wait), or 1.
@@ -338,6 +350,12 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		return usagef("demo runs on a SQLite file of its own (--file), not on the server that --db or LITE_DB names (%s)", lite.Redact(cli.DB))
 	}
 	err = kctx.Run()
+	if err != nil && ctx.Err() != nil && ExitCode(err) != ExitInterrupted && !errors.Is(err, lite.ErrAfterCommit) {
+		// A command whose statement the signal cut off wrote nothing
+		// of it (lite's transactions roll back unless their commit
+		// began); one that says more of what it did words its own.
+		err = interrupted("%s: interrupted; its last write was rolled back", command)
+	}
 	if queue != nil {
 		err = errors.Join(err, queue.Close())
 	}

@@ -337,15 +337,20 @@ func (f *fileEnqueue) fail(where string, from int, err error) error {
 	if len(f.lines) > 0 {
 		from = f.lines[0]
 	}
-	stored := "nothing was enqueued"
-	if f.added+f.duplicates > 0 {
-		skipped := ""
-		if f.duplicates > 0 {
-			skipped = fmt.Sprintf(" (%d duplicates skipped)", f.duplicates)
-		}
-		stored = fmt.Sprintf("%d jobs before line %d were enqueued%s, nothing from line %d on", f.added, from, skipped, from)
+	return fmt.Errorf("enqueue --file %s: %s: %w; %s", f.name, where, err, f.stored(from))
+}
+
+// stored says what the file left stored when it stopped at line from:
+// every batch committed before it, nothing from it on.
+func (f *fileEnqueue) stored(from int) string {
+	if f.added+f.duplicates == 0 {
+		return "nothing was enqueued"
 	}
-	return fmt.Errorf("enqueue --file %s: %s: %w; %s", f.name, where, err, stored)
+	skipped := ""
+	if f.duplicates > 0 {
+		skipped = fmt.Sprintf(" (%d duplicates skipped)", f.duplicates)
+	}
+	return fmt.Sprintf("%d jobs before line %d were enqueued%s, nothing from line %d on", f.added, from, skipped, from)
 }
 
 // flush commits the batch in one transaction.
@@ -354,6 +359,9 @@ func (f *fileEnqueue) flush(ctx context.Context, q *lite.Queue) error {
 		return nil
 	}
 	got, err := q.EnqueueBatch(ctx, f.batch)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, lite.ErrAfterCommit) {
+		return interrupted("enqueue --file %s: interrupted; %s", f.name, f.stored(f.lines[0]))
+	}
 	if err != nil {
 		if i, jobErr := culprit(ctx, q, f.batch, err); i >= 0 {
 			return f.fail(fmt.Sprintf("line %d", f.lines[i]), 0, jobErr)
