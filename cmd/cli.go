@@ -125,6 +125,12 @@ func interrupted(format string, args ...any) error {
 	return exitError{fmt.Errorf(format, args...), ExitInterrupted}
 }
 
+// stopsOnSignals says whether a signal is command's designed stop (a
+// graceful shutdown), whose errors say what the stop did.
+func stopsOnSignals(command string) bool {
+	return command == "work" || command == "serve"
+}
+
 // ExitCode is the process exit code for an error Run returned: 2 for a
 // usage error (a setting the library refused as given is one), a
 // command's own code (lite work --exit-when-empty, lite wait), or 1.
@@ -350,7 +356,8 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		return usagef("demo runs on a SQLite file of its own (--file), not on the server that --db or LITE_DB names (%s)", lite.Redact(cli.DB))
 	}
 	err = kctx.Run()
-	if err != nil && ctx.Err() != nil && ExitCode(err) != ExitInterrupted && !errors.Is(err, lite.ErrAfterCommit) {
+	if err != nil && ctx.Err() != nil && !stopsOnSignals(command) && ExitCode(err) != ExitInterrupted &&
+		!errors.Is(err, lite.ErrAfterCommit) {
 		// A command whose statement the signal cut off wrote nothing
 		// of it (lite's transactions roll back unless their commit
 		// began); one that says more of what it did words its own.
