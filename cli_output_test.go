@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -302,4 +304,21 @@ func TestAServerThatRefusesTheConnectionIsOneReadableLine(t *testing.T) {
 	is.True(!strings.Contains(r.stderr, `\t`)) // nor tabs
 	is.True(strings.Contains(r.stderr, "127.0.0.1:1"))
 	is.True(strings.Contains(r.stderr, "; 127.0.0.1:2")) // each address's error, joined
+}
+
+func TestShowJSONCarriesTheLinksTheTextFormShows(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	file := filepath.Join(t.TempDir(), "flow.jsonl")
+	is.NoErr(os.WriteFile(file, []byte(`{"name":"a"}`+"\n"+`{"name":"b","after_names":["a"],"on_dep_failure":"run"}`+"\n"), 0o600))
+	mustLite(t, db, "", "enqueue", "--file", file, "--batch", "nightly")
+	var b, a map[string]any
+	is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "show", "2")), &b))
+	is.Equal(b["waits_for"], []any{map[string]any{"id": 1.0, "kind": "default", "state": "available"}})
+	is.Equal(b["deps_pending"], 1.0)
+	is.Equal(b["on_dep_failure"], "run")
+	is.Equal(b["batch"], 1.0)
+	is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "show", "1")), &a))
+	is.Equal(a["waited_for_by"], []any{map[string]any{"id": 2.0, "kind": "default", "state": "blocked"}})
+	is.Equal(a["on_dep_failure"], nil) // a policy is a waiting job's alone
 }
