@@ -32,7 +32,7 @@ func TestBackupAndRestoreFromTheCLI(t *testing.T) {
 			is.True(strings.HasPrefix(mustLite(t, db, "", "backup", dest), "backed up "+db+" to "+dest+" ("))
 			r := runLite(t, db, "", "backup", dest)
 			is.Equal(r.code, 1)
-			is.Equal(r.stderr, "lite: backup to "+dest+": file already exists: give Force (--force) to replace it\n")
+			is.Equal(r.stderr, "lite: backup to "+dest+": file already exists: give --force to replace it\n")
 			mustLite(t, db, "", "backup", "--force", dest)
 
 			restored := filepath.Join(t.TempDir(), "restored.db")

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -193,8 +195,33 @@ func TestAdminCommandsPrintJSON(t *testing.T) {
 		mustLite(t, db, "", "cancel", "3")
 		is.Equal(liteJSON(t, db, "", "purge", "--state", "cancelled", "--older-than", "0s"), obj{"purged": 1.0})
 		is.Equal(liteJSON(t, db, "{\"unique_key\":\"k\"}\n\n{\"unique_key\":\"k\"}\n", "enqueue", "--file", "-"),
-			obj{"enqueued": 1.0, "duplicates": 1.0})
+			obj{"enqueued": 1.0, "duplicates": 1.0, "debounced": 0.0, "ids": []any{4.0, 4.0}, "batch": nil})
 	})
+}
+
+func TestEnqueueFileJSONHasOneShape(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "q.db")
+	type obj = map[string]any
+	for _, c := range []struct {
+		name  string
+		lines string
+		args  []string
+		want  obj
+	}{
+		{"an empty file", "", nil,
+			obj{"enqueued": 0.0, "duplicates": 0.0, "debounced": 0.0, "ids": []any{}, "batch": nil}},
+		{"plain lines with a duplicate", "{\"unique_key\":\"a\"}\n{\"unique_key\":\"a\"}\n", nil,
+			obj{"enqueued": 1.0, "duplicates": 1.0, "debounced": 0.0, "ids": []any{1.0, 1.0}, "batch": nil}},
+		{"a workflow", "{\"name\":\"a\"}\n{\"after_names\":[\"a\"]}\n", nil,
+			obj{"enqueued": 2.0, "duplicates": 0.0, "debounced": 0.0, "ids": []any{3.0, 4.0}, "batch": nil}}, // the duplicate spent id 2
+		{"a batch", "{}\n", []string{"--batch", "nightly"},
+			obj{"enqueued": 1.0, "duplicates": 0.0, "debounced": 0.0, "ids": []any{5.0}, "batch": 1.0}},
+	} {
+		t.Run(c.name+" prints every field", func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(liteJSON(t, db, c.lines, append([]string{"enqueue", "--file", "-"}, c.args...)...), c.want)
+		})
+	}
 }
 
 // TestJSONOutputIsTheLibrarysForm pins that --json prints exactly what
@@ -302,4 +329,21 @@ func TestAServerThatRefusesTheConnectionIsOneReadableLine(t *testing.T) {
 	is.True(!strings.Contains(r.stderr, `\t`)) // nor tabs
 	is.True(strings.Contains(r.stderr, "127.0.0.1:1"))
 	is.True(strings.Contains(r.stderr, "; 127.0.0.1:2")) // each address's error, joined
+}
+
+func TestShowJSONCarriesTheLinksTheTextFormShows(t *testing.T) {
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	file := filepath.Join(t.TempDir(), "flow.jsonl")
+	is.NoErr(os.WriteFile(file, []byte(`{"name":"a"}`+"\n"+`{"name":"b","after_names":["a"],"on_dep_failure":"run"}`+"\n"), 0o600))
+	mustLite(t, db, "", "enqueue", "--file", file, "--batch", "nightly")
+	var b, a map[string]any
+	is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "show", "2")), &b))
+	is.Equal(b["waits_for"], []any{map[string]any{"id": 1.0, "kind": "default", "state": "available"}})
+	is.Equal(b["deps_pending"], 1.0)
+	is.Equal(b["on_dep_failure"], "run")
+	is.Equal(b["batch"], 1.0)
+	is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "show", "1")), &a))
+	is.Equal(a["waited_for_by"], []any{map[string]any{"id": 2.0, "kind": "default", "state": "blocked"}})
+	is.Equal(a["on_dep_failure"], nil) // a policy is a waiting job's alone
 }

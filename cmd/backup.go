@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/liteq/lite/lite"
@@ -18,7 +20,10 @@ type backupCmd struct {
 // Run backs up and prints where to and how big (--json: {"dest": path,
 // "bytes": size}).
 func (c *backupCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) error {
-	if err := q.Backup(ctx, c.Dest, lite.BackupOptions{Force: c.Force}); err != nil {
+	if err := q.Backup(ctx, c.Dest, lite.BackupOptions{Force: c.Force}); errors.Is(err, fs.ErrExist) {
+		// The library's words name its option; a CLI user has a flag.
+		return fmt.Errorf("backup to %s: file already exists: give --force to replace it", c.Dest)
+	} else if err != nil {
 		return err
 	}
 	info, err := os.Stat(c.Dest)

@@ -113,6 +113,24 @@ type exitError struct {
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
+// ExitInterrupted is the exit code of a command that a signal (Ctrl-C,
+// SIGTERM) stopped: 128 + SIGINT, as shells report a process killed by
+// it.
+const ExitInterrupted = 130
+
+// interrupted is the error of a command that a signal stopped: its one
+// line says what was done; the statement's error that the signal caused
+// ("context canceled", a rollback's) says nothing to a user.
+func interrupted(format string, args ...any) error {
+	return exitError{fmt.Errorf(format, args...), ExitInterrupted}
+}
+
+// stopsOnSignals says whether a signal is command's designed stop (a
+// graceful shutdown), whose errors say what the stop did.
+func stopsOnSignals(command string) bool {
+	return command == "work" || command == "serve"
+}
+
 // ExitCode is the process exit code for an error Run returned: 2 for a
 // usage error (a setting the library refused as given is one), a
 // command's own code (lite work --exit-when-empty, lite wait), or 1.
@@ -256,6 +274,23 @@ func (cli *root) queueOptions(command string) lite.Options {
 		ExternalCheckpoints: cli.replicates(command), AfterCommit: cli.afterCommit(command)}
 }
 
+// openQueue opens the queue at db; a file that exists but cannot be
+// opened for writing (a read-only directory or mount, no permission) is
+// opened read-only: the commands that read work, and those that write
+// fail at their first write with lite's read-only error rather than an
+// open's "unable to open database file".
+func openQueue(ctx context.Context, db string, opts lite.Options, exists bool) (*lite.Queue, error) {
+	q, err := lite.Open(ctx, db, opts)
+	if err == nil || !exists || lite.IsServerURL(db) {
+		return q, err
+	}
+	opts.ReadOnly = true
+	if ro, roErr := lite.Open(ctx, db, opts); roErr == nil {
+		return ro, nil
+	}
+	return nil, err
+}
+
 // Run parses args and runs the chosen command. The queue opens only when a
 // command asks for one, so --help creates no file.
 func Run(ctx context.Context, args []string, env Env) (err error) {
@@ -277,7 +312,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 				return nil, err
 			}
 			_, missing := os.Stat(cli.DB)
-			q, err := lite.Open(ctx, cli.DB, cli.queueOptions(command))
+			q, err := openQueue(ctx, cli.DB, cli.queueOptions(command), missing == nil)
 			if err == nil && errors.Is(missing, fs.ErrNotExist) && !lite.IsServerURL(cli.DB) {
 				// A typo in --db or LITE_DB shows here, not as a worker
 				// waiting on an empty file.
@@ -321,6 +356,13 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		return usagef("demo runs on a SQLite file of its own (--file), not on the server that --db or LITE_DB names (%s)", lite.Redact(cli.DB))
 	}
 	err = kctx.Run()
+	if err != nil && ctx.Err() != nil && !stopsOnSignals(command) && ExitCode(err) != ExitInterrupted &&
+		!errors.Is(err, lite.ErrAfterCommit) {
+		// A command whose statement the signal cut off wrote nothing
+		// of it (lite's transactions roll back unless their commit
+		// began); one that says more of what it did words its own.
+		err = interrupted("%s: interrupted; its last write was rolled back", command)
+	}
 	if queue != nil {
 		err = errors.Join(err, queue.Close())
 	}

@@ -321,6 +321,7 @@ const enqueueBatchSize = 1000
 type fileEnqueue struct {
 	name                         string
 	added, duplicates, debounced int
+	ids                          []int64 // each line's job, in line order
 	batch                        []lite.NewJob
 	lines                        []int
 	// steps are the batch's jobs as steps. A file whose lines name each
@@ -337,15 +338,20 @@ func (f *fileEnqueue) fail(where string, from int, err error) error {
 	if len(f.lines) > 0 {
 		from = f.lines[0]
 	}
-	stored := "nothing was enqueued"
-	if f.added+f.duplicates > 0 {
-		skipped := ""
-		if f.duplicates > 0 {
-			skipped = fmt.Sprintf(" (%d duplicates skipped)", f.duplicates)
-		}
-		stored = fmt.Sprintf("%d jobs before line %d were enqueued%s, nothing from line %d on", f.added, from, skipped, from)
+	return fmt.Errorf("enqueue --file %s: %s: %w; %s", f.name, where, err, f.stored(from))
+}
+
+// stored says what the file left stored when it stopped at line from:
+// every batch committed before it, nothing from it on.
+func (f *fileEnqueue) stored(from int) string {
+	if f.added+f.duplicates == 0 {
+		return "nothing was enqueued"
 	}
-	return fmt.Errorf("enqueue --file %s: %s: %w; %s", f.name, where, err, stored)
+	skipped := ""
+	if f.duplicates > 0 {
+		skipped = fmt.Sprintf(" (%d duplicates skipped)", f.duplicates)
+	}
+	return fmt.Sprintf("%d jobs before line %d were enqueued%s, nothing from line %d on", f.added, from, skipped, from)
 }
 
 // flush commits the batch in one transaction.
@@ -354,6 +360,9 @@ func (f *fileEnqueue) flush(ctx context.Context, q *lite.Queue) error {
 		return nil
 	}
 	got, err := q.EnqueueBatch(ctx, f.batch)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, lite.ErrAfterCommit) {
+		return interrupted("enqueue --file %s: interrupted; %s", f.name, f.stored(f.lines[0]))
+	}
 	if err != nil {
 		if i, jobErr := culprit(ctx, q, f.batch, err); i >= 0 {
 			return f.fail(fmt.Sprintf("line %d", f.lines[i]), 0, jobErr)
@@ -361,6 +370,7 @@ func (f *fileEnqueue) flush(ctx context.Context, q *lite.Queue) error {
 		return f.fail(fmt.Sprintf("lines %d-%d", f.lines[0], f.lines[len(f.lines)-1]), 0, err)
 	}
 	for _, e := range got {
+		f.ids = append(f.ids, e.ID)
 		switch {
 		case e.Duplicate:
 			f.duplicates++
@@ -417,7 +427,7 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 	defer twice.close()
 	progress := newProgress(env.Stderr, inputSize(in))
 	defer progress.done()
-	f := &fileEnqueue{name: c.File}
+	f := &fileEnqueue{name: c.File, ids: []int64{}} // a list, not null, when empty
 	err = c.eachLine(twice.first, f, progress, func(line int, step lite.Step) error {
 		if err := q.CheckJob(step.Job); err != nil {
 			return f.fail(fmt.Sprintf("line %d", line), line, usageError{err})
@@ -459,11 +469,7 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 	}
 	progress.done()
 	if g.JSON {
-		return writeJSON(env.Stdout, struct {
-			Enqueued   int `json:"enqueued"`
-			Duplicates int `json:"duplicates"`
-			Debounced  int `json:"debounced,omitempty"`
-		}{f.added, f.duplicates, f.debounced})
+		return writeJSON(env.Stdout, fileJSON{f.added, f.duplicates, f.debounced, f.ids, nil})
 	}
 	debounced := ""
 	if f.debounced > 0 {
@@ -471,6 +477,18 @@ func (c *enqueueCmd) enqueueFile(ctx context.Context, env Env, g *globals, q *li
 	}
 	_, err = fmt.Fprintf(env.Stdout, "enqueued %d jobs (%d duplicates skipped%s)\n", f.added, f.duplicates, debounced)
 	return err
+}
+
+// fileJSON is what enqueue --file --json prints, whatever the file holds:
+// every field, always. IDs has one id per line, in line order: a
+// duplicate's or a debounced line's is the job that holds its key. Batch
+// is null without --batch.
+type fileJSON struct {
+	Enqueued   int     `json:"enqueued"`
+	Duplicates int     `json:"duplicates"`
+	Debounced  int     `json:"debounced"`
+	IDs        []int64 `json:"ids"`
+	Batch      *int64  `json:"batch"`
 }
 
 // eachLine calls fn with each job of r and the number of its line, and
@@ -569,11 +587,12 @@ func (c *enqueueCmd) enqueueWorkflow(ctx context.Context, env Env, g *globals, q
 		return fmt.Errorf("enqueue --file %s: %w", f.name, err)
 	}
 	if g.JSON {
-		return writeJSON(env.Stdout, struct {
-			Enqueued int     `json:"enqueued"`
-			IDs      []int64 `json:"ids"`
-			Batch    int64   `json:"batch,omitempty"`
-		}{len(got.IDs), got.IDs, got.Batch})
+		// A workflow refuses a held unique key: it has no duplicates.
+		out := fileJSON{Enqueued: len(got.IDs), IDs: append([]int64{}, got.IDs...)}
+		if got.Batch != 0 {
+			out.Batch = &got.Batch
+		}
+		return writeJSON(env.Stdout, out)
 	}
 	if got.Batch != 0 {
 		_, err = fmt.Fprintf(env.Stdout, "enqueued %d jobs in batch %d\n", len(got.IDs), got.Batch)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,8 +31,16 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 	if err != nil {
 		return jobError("show", c.ID, err)
 	}
+	links, err := q.Links(ctx, c.ID)
+	if err != nil {
+		return err
+	}
 	if g.JSON {
-		return writeJSON(env.Stdout, j)
+		out, err := withLinks(j, links)
+		if err != nil {
+			return err
+		}
+		return writeJSON(env.Stdout, out)
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
@@ -64,10 +73,6 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 		progress += " " + safe(j.ProgressNote)
 	}
 	row("progress", progress)
-	links, err := q.Links(ctx, c.ID)
-	if err != nil {
-		return err
-	}
 	if len(links.WaitsFor) > 0 {
 		row("waits for", fmt.Sprintf("%s (%d not done; if one fails: %s)", related(links.WaitsFor), links.Pending, links.Policy))
 	}
@@ -95,6 +100,47 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 		}
 	}
 	return nil
+}
+
+// linksJSON is what show --json adds to the job's JSON form, as the text
+// form shows it: each only when the job has it.
+type linksJSON struct {
+	WaitsFor    []depJSON             `json:"waits_for,omitempty"`
+	DepsPending int                   `json:"deps_pending,omitempty"`
+	Policy      lite.DependencyPolicy `json:"on_dep_failure,omitempty"`
+	WaitedBy    []depJSON             `json:"waited_for_by,omitempty"`
+	Batch       int64                 `json:"batch,omitempty"`
+}
+
+type depJSON struct {
+	ID    int64      `json:"id"`
+	Kind  string     `json:"kind"`
+	State lite.State `json:"state"`
+}
+
+// withLinks is j's JSON form (Job.MarshalJSON, which an application
+// serving a Job gives too) followed by its links.
+func withLinks(j *lite.Job, l lite.Links) (json.RawMessage, error) {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	deps := func(ds []lite.Dependency) []depJSON {
+		out := make([]depJSON, len(ds))
+		for i, d := range ds {
+			out[i] = depJSON{d.ID, d.Kind, d.State}
+		}
+		return out
+	}
+	lj := linksJSON{WaitsFor: deps(l.WaitsFor), WaitedBy: deps(l.WaitedBy), Batch: l.Batch}
+	if len(l.WaitsFor) > 0 {
+		lj.DepsPending, lj.Policy = l.Pending, l.Policy
+	}
+	extra, err := json.Marshal(lj)
+	if err != nil || string(extra) == "{}" {
+		return b, err
+	}
+	return append(append(b[:len(b)-1], ','), extra[1:]...), nil
 }
 
 func stamp(t, now time.Time) string {

@@ -68,7 +68,7 @@ func waitAndPrint(ctx context.Context, env Env, asJSON bool, q *lite.Queue, ids 
 	case errors.Is(err, lite.ErrNotFound):
 		return exitError{err, 2}
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return errors.New("wait: stopped; the jobs go on")
+		return interrupted("wait: interrupted; the jobs go on")
 	case err != nil:
 		return err
 	}

@@ -396,7 +396,7 @@ func TestListCanOmitPayloadsAndResults(t *testing.T) {
 	})
 }
 
-func TestPurgeDeletesInBoundedBatchesThatLetOtherWritersCommit(t *testing.T) {
+func TestPurgeDeletesInBatchesThatLetOtherWritersCommit(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
 		clock := newFakeClock()
@@ -415,11 +415,13 @@ func TestPurgeDeletesInBoundedBatchesThatLetOtherWritersCommit(t *testing.T) {
 		n, err := q.Purge(t.Context(), clock.Now(), lite.StateDone)
 		is.NoErr(err)
 		is.Equal(n, int64(401))
-		is.Equal(batches, 3) // 200, 200 and 1: no transaction deletes more than 200
+		// why: the first statement deletes 200 at most; the next, sized
+		// by the first's time, up to 400 (or 200 again on a slow host).
+		is.True(batches == 2 || batches == 3)
 		st, err := q.Stats(t.Context())
 		is.NoErr(err)
 		is.Equal(len(st), 1) // only the other process's jobs are left
 		is.Equal(st[0].Queue, "other")
-		is.Equal(st[0].Counts[lite.StateAvailable], int64(3))
+		is.Equal(st[0].Counts[lite.StateAvailable], int64(batches))
 	})
 }

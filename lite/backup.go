@@ -24,7 +24,7 @@ type BackupOptions struct {
 // server, whose own tools copy it consistently.
 var errServerBackup = fmt.Errorf("%w on PostgreSQL: back up with pg_dump or the server's own backups (a base backup with WAL archiving), and after restoring one run FenceRestore (lite restore --in-place)", errors.ErrUnsupported)
 
-var errExists = fmt.Errorf("%w: give Force (--force) to replace it", fs.ErrExist)
+var errExists = fmt.Errorf("%w: set BackupOptions.Force to replace it", fs.ErrExist)
 
 // Backup writes a consistent copy of the queue's file to dest (mode 0600)
 // while workers run on it: it is one read transaction (VACUUM INTO), so

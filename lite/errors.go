@@ -32,6 +32,11 @@ var (
 	// ErrFull means the disk (or the file's max_page_count) is full.
 	// Nothing was written; retry once there is room.
 	ErrFull = errors.New("database full")
+	// ErrReadOnly means lite may not write the file: it, its directory or
+	// its mount is read-only, or the process lacks permission (on a
+	// server: a read-only transaction or a missing privilege). Nothing was
+	// written; waiting does not clear it.
+	ErrReadOnly = errors.New("database read-only")
 	// ErrNoSchedule means no schedule has the given name.
 	ErrNoSchedule = errors.New("no such schedule")
 	// ErrInvalid means a setting was refused as given (bad limits, a bad

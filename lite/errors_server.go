@@ -12,12 +12,14 @@ import (
 // (pgx's *pgconn.PgError has SQLState), so lite reads them without
 // importing the driver.
 const (
-	uniqueViolation      = "23505"
-	serializationFailure = "40001"
-	deadlockDetected     = "40P01"
-	lockNotAvailable     = "55P03"
-	queryCanceled        = "57014" // statement_timeout: see txBounds
-	diskFull             = "53100"
+	uniqueViolation       = "23505"
+	serializationFailure  = "40001"
+	deadlockDetected      = "40P01"
+	lockNotAvailable      = "55P03"
+	queryCanceled         = "57014" // statement_timeout: see txBounds
+	diskFull              = "53100"
+	readOnlyTransaction   = "25006"
+	insufficientPrivilege = "42501"
 )
 
 // sqlState is the SQLSTATE of a server's error, if err carries one.
@@ -31,13 +33,16 @@ func sqlState(err error) (string, bool) {
 
 // classifyServer adds lite's sentinel to a server error, as classify does
 // for SQLite's: a write that lost a race for a lock wrote nothing and may
-// be retried, and a full disk is ErrFull.
+// be retried, a full disk is ErrFull, and a write the server refuses
+// (a read-only transaction or standby, a missing privilege) ErrReadOnly.
 func classifyServer(err error, code string) error {
 	switch code {
 	case serializationFailure, deadlockDetected, lockNotAvailable, queryCanceled:
 		return codeError{err, ErrBusy}
 	case diskFull:
 		return codeError{err, ErrFull}
+	case readOnlyTransaction, insufficientPrivilege:
+		return codeError{err, ErrReadOnly}
 	}
 	return err
 }

@@ -224,11 +224,12 @@ func sameObjects(got, want []schemaObject) error {
 }
 
 // classify adds lite's sentinel to the SQLite errors callers act on: a
-// file that is not a database, a write lock held too long, a full disk.
+// file that is not a database, a write lock held too long, a full disk, a
+// file lite may not write.
 // Calling it again on its own result changes nothing, so a method may
 // classify whatever error its statements returned.
 func classify(err error) error {
-	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrFull) {
+	if err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrFull) || errors.Is(err, ErrReadOnly) {
 		return err
 	}
 	if code, ok := sqlState(err); ok {
@@ -245,6 +246,8 @@ func classify(err error) error {
 		return codeError{err, ErrBusy}
 	case sqlite3.SQLITE_FULL:
 		return codeError{err, ErrFull}
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM:
+		return codeError{err, ErrReadOnly}
 	}
 	return err
 }

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Synchronous is how hard a commit waits for the disk.
@@ -110,6 +111,17 @@ type Options struct {
 	// at least 1ms. A SQLite file ignores it (BusyTimeout bounds the wait
 	// for its write lock).
 	ServerTxTimeout time.Duration
+	// ReadOnly opens an existing file for reading alone (SQLite's
+	// mode=ro): for a file in a read-only directory or mount, or one the
+	// process may not write. Nothing is created, switched to WAL or
+	// migrated (a file whose schema is behind this lite's is refused, with
+	// ErrReadOnly), and every write fails with ErrReadOnly. A WAL file in
+	// a read-only directory reads only if its -wal is absent (a clean
+	// close removes it) or its -shm is there too. Ignored on a server.
+	ReadOnly bool
+	// immutable is set by a ReadOnly open that could read the file only
+	// as SQLite's immutable=1.
+	immutable bool
 }
 
 // Defaults applied by Options when a field is zero.
@@ -256,6 +268,9 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx)
+	if opts.ReadOnly {
+		return openReadOnly(ctx, path, opts)
+	}
 	if err := createIfMissing(ctx, path, opts); err != nil {
 		return nil, err
 	}
@@ -314,6 +329,56 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 		return nil, err
 	}
 	return q, nil
+}
+
+// openReadOnly opens path as Options.ReadOnly says: every pool reads
+// through SQLite's mode=ro, and the file must be a lite database at this
+// lite's schema already, since nothing may bring it there.
+func openReadOnly(ctx context.Context, path string, opts Options) (*Queue, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	db, version, err := openReadOnlyDB(ctx, dsn(path, opts, true))
+	var se *sqlite.Error
+	if _, walErr := os.Stat(path + "-wal"); errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN &&
+		errors.Is(walErr, fs.ErrNotExist) {
+		// A WAL file whose -shm cannot be made (a read-only directory)
+		// opens only as immutable: safe with no -wal, which holds
+		// every commit a checkpoint has not copied, and which a writer
+		// would need to make beside it.
+		opts.immutable = true
+		db, version, err = openReadOnlyDB(ctx, dsn(path, opts, true))
+	}
+	if err == nil && version != SchemaVersion() {
+		err = fmt.Errorf("%w: the file's schema is at version %d and this lite's at %d: open it once where it may be written, to migrate it",
+			ErrReadOnly, version, SchemaVersion())
+	}
+	if err != nil {
+		if db != nil {
+			db.Close()
+		}
+		return nil, err
+	}
+	db.SetMaxOpenConns(opts.Readers)
+	db.SetMaxIdleConns(opts.Readers)
+	q := &Queue{opts: opts, path: path, w: db, r: db, app: db, owned: true, stmts: stmtCache{db: db}}
+	q.rounds = newRounds(q)
+	return q, nil
+}
+
+// openReadOnlyDB opens a read-only pool on dsn and reads its schema
+// version, the first read, which finds whether the file opens at all.
+func openReadOnlyDB(ctx context.Context, dsn string) (*sql.DB, int, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, 0, err
+	}
+	version, err := schemaVersion(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, 0, err
+	}
+	return db, version, nil
 }
 
 // New makes a queue on the caller's *sql.DB, which must be a
@@ -501,6 +566,12 @@ func dsn(path string, o Options, readOnly bool) string {
 	v.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", o.WALSizeLimit))
 	if o.ExternalCheckpoints {
 		v.Add("_pragma", "wal_autocheckpoint(0)")
+	}
+	if o.ReadOnly {
+		v.Set("mode", "ro")
+	}
+	if o.immutable {
+		v.Set("immutable", "1")
 	}
 	if readOnly {
 		v.Set("_query_only", "1")

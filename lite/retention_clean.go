@@ -25,9 +25,48 @@ const vacuumStep = 500
 // beside it keep the rest.
 const cleanPace = 4
 
-// pace waits cleanPace times took, or until ctx ends.
-func pace(ctx context.Context, took time.Duration) {
-	t := time.NewTimer(cleanPace * took)
+// A purge, which someone asked for and waits on, sizes each delete to
+// take about purgeTarget (from cleanBatch up to purgeBatchMax rows): a
+// fixed 200 rows spent most of a large purge in per-statement overhead
+// and in the pauses between statements. It then waits a quarter of each
+// statement's time (purgePace), so writers get the lock between
+// statements of under purgeTarget each, and the purge runs at about
+// four fifths of the raw delete speed.
+const (
+	purgeTarget   = 75 * time.Millisecond
+	purgeBatchMax = 20_000
+	purgePace     = 0.25
+)
+
+// batchPlan is how a run of deletes sizes and spaces its statements.
+type batchPlan struct {
+	size  int     // rows the next statement deletes at most
+	adapt bool    // resize each statement toward purgeTarget
+	pace  float64 // after a statement, wait this many times its time
+}
+
+// cleanPlan is the background cleaner's: fixed small batches, paced to a
+// fifth of the file's write time.
+func cleanPlan() *batchPlan { return &batchPlan{size: cleanBatch, pace: cleanPace} }
+
+// purgePlan is Purge's: batches sized by time, lightly paced.
+func purgePlan() *batchPlan { return &batchPlan{size: cleanBatch, adapt: true, pace: purgePace} }
+
+// next resizes the plan after a statement that took took: double under
+// half the target, halve over it.
+func (p *batchPlan) next(took time.Duration) {
+	switch {
+	case !p.adapt:
+	case took < purgeTarget/2:
+		p.size = min(2*p.size, purgeBatchMax)
+	case took > purgeTarget:
+		p.size = max(p.size/2, cleanBatch)
+	}
+}
+
+// pace waits factor times took, or until ctx ends.
+func pace(ctx context.Context, factor float64, took time.Duration) {
+	t := time.NewTimer(time.Duration(factor * float64(took)))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -127,18 +166,18 @@ func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 		if s.keep == KeepForever {
 			continue
 		}
-		if err := q.cleanState(ctx, s.state, now-s.keep.Milliseconds(), &rep); err != nil {
+		if err := q.cleanState(ctx, s.state, now-s.keep.Milliseconds(), &rep, cleanPlan()); err != nil {
 			return rep, fmt.Errorf("clean %s jobs: %w", s.state, err)
 		}
 	}
-	deleteHolds := func() (int64, error) {
-		res, err := q.writer().ExecContext(ctx, q.sql(cleanHoldsSQL), now, cleanBatch)
+	deleteHolds := func(limit int) (int64, error) {
+		res, err := q.writer().ExecContext(ctx, q.sql(cleanHoldsSQL), now, limit)
 		if err != nil {
 			return 0, err
 		}
 		return res.RowsAffected()
 	}
-	if err := q.cleanBatches(ctx, &rep, deleteHolds, func(n int64) { rep.LapsedKeys += n }); err != nil {
+	if err := q.cleanBatches(ctx, &rep, cleanPlan(), deleteHolds, func(n int64) { rep.LapsedKeys += n }); err != nil {
 		return rep, fmt.Errorf("clean lapsed unique keys: %w", err)
 	}
 	if !q.engine.onServer() && ctx.Err() == nil {
@@ -152,23 +191,27 @@ func (q *Queue) Clean(ctx context.Context) (CleanReport, error) {
 }
 
 // cleanState deletes state's jobs that finished at or before cutoff (unix
-// milliseconds), a batch at a time, until a batch comes back short.
-func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *CleanReport) error {
+// milliseconds), a batch at a time as plan sizes them, until a batch
+// comes back short.
+func (q *Queue) cleanState(ctx context.Context, state State, cutoff int64, rep *CleanReport, plan *batchPlan) error {
 	deleted := func(n int64) {
 		rep.Deleted += n
 		q.finishedSome()
 	}
-	deleteBatch := func() (int64, error) { return q.deleteJobs(ctx, nil, q.sql(cleanSQL), state, cutoff, cleanBatch) }
-	return q.cleanBatches(ctx, rep, deleteBatch, deleted)
+	deleteBatch := func(limit int) (int64, error) {
+		return q.deleteJobs(ctx, nil, q.sql(cleanSQL), state, cutoff, limit)
+	}
+	return q.cleanBatches(ctx, rep, plan, deleteBatch, deleted)
 }
 
-// cleanBatches runs del, a delete of up to cleanBatch rows that says how
-// many it deleted, a batch at a time until a batch comes back short, and
-// hands deleted the count of each batch that deleted any.
-func (q *Queue) cleanBatches(ctx context.Context, rep *CleanReport, del func() (int64, error), deleted func(n int64)) error {
+// cleanBatches runs del, a delete of up to the plan's size of rows that
+// says how many it deleted, a batch at a time until a batch comes back
+// short, and hands deleted the count of each batch that deleted any.
+func (q *Queue) cleanBatches(ctx context.Context, rep *CleanReport, plan *batchPlan, del func(limit int) (int64, error), deleted func(n int64)) error {
 	for ctx.Err() == nil {
 		start := time.Now()
-		n, err := del()
+		size := plan.size
+		n, err := del(size)
 		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // stopped before the statement began
 		}
@@ -180,14 +223,15 @@ func (q *Queue) cleanBatches(ctx context.Context, rep *CleanReport, del func() (
 		if q.afterBatch != nil {
 			q.afterBatch()
 		}
-		pace(ctx, took)
+		pace(ctx, plan.pace, took)
 		if n > 0 {
 			rep.Batches++
 			deleted(n)
 		}
-		if n < cleanBatch {
+		if n < int64(size) {
 			return nil
 		}
+		plan.next(took)
 	}
 	return nil
 }
@@ -289,7 +333,7 @@ func (q *Queue) vacuumFreePages(ctx context.Context, rep *CleanReport) (int64, e
 		}
 		took := time.Since(start)
 		rep.LongestBatch = max(rep.LongestBatch, took)
-		pace(stopped, took)
+		pace(stopped, cleanPace, took)
 		after, err := q.freePages(ctx)
 		if err != nil {
 			return freed, err

@@ -206,6 +206,24 @@ func TestCleanDeletesInBoundedBatches(t *testing.T) {
 	})
 }
 
+func TestALargePurgeSizesItsBatchesByTime(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		finishMany(t, q, 6000, 10)
+		batches := 0
+		lite.SetAfterBatch(q, func() { batches++ })
+		clock.Advance(time.Hour)
+		n, err := q.Purge(t.Context(), clock.Now())
+		is.NoErr(err)
+		is.Equal(n, int64(6000))
+		// why: 200 rows a statement took 30; statements of a few ms each
+		// double, 200+400+800+1600+3200 covers 6000 in 5 (and a short one).
+		is.True(batches < 30)
+	})
+}
+
 // pragma reads one integer pragma of a queue's file.
 func pragma(t *testing.T, db *sql.DB, name string) int64 {
 	t.Helper()

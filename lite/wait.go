@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -130,6 +131,11 @@ func (j *Job) Err() error {
 		}
 		return codeError{fmt.Errorf("job %d dead after %d of %d attempts: %s", j.ID, j.Attempts, j.MaxAttempts, last), ErrDead}
 	case StateCancelled:
+		// An expiry cancels the job with its reason as its last error
+		// (see expireSQL); a cancel by hand records none.
+		if n := len(j.Errors); n > 0 && strings.HasPrefix(j.Errors[n-1].Error, "expired: ") {
+			return codeError{fmt.Errorf("job %d %s", j.ID, j.Errors[n-1].Error), ErrCancelled}
+		}
 		return codeError{fmt.Errorf("job %d cancelled", j.ID), ErrCancelled}
 	}
 	return nil

@@ -197,7 +197,10 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 // Run works until ctx ends, then shuts down gracefully: it stops leasing,
 // lets running handlers finish within ShutdownGrace, cancels the rest with
 // ErrShutdown as the cause and releases their leases. It returns nil after
-// a clean stop. While it runs it also fires every due schedule (see
+// a clean stop. A lease that fails in a way waiting cannot clear (the
+// file is read-only or not a lite database: ErrReadOnly, ErrNotLite; with
+// StopWhenIdle, a full disk: ErrFull) ends Run the same graceful way, with
+// that error; other failures (a lock held too long) are retried. While it runs it also fires every due schedule (see
 // Schedule), whatever queues it serves.
 //
 // Run does not wait for a handler that ignores cancellation: after a
@@ -241,7 +244,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	commits, stopLeaseWatch := w.watchLeases(background, commits)
 	commits, stopFiring := w.startFiring(ctx, commits, poll)
 	w.refill = w.startRefill(handlerCtx)
-	w.loop(ctx, handlerCtx, watcher, commits, poll)
+	err = w.loop(ctx, handlerCtx, watcher, commits, poll)
 	w.refill.stop()
 	stopFiring()
 	stopReclaims()
@@ -251,7 +254,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopAnnouncing()
 	stopAcks()
 	stopBeats()
-	return nil
+	return err
 }
 
 // Wait blocks until the Run, RunOnce or RunJob under way (if any) has
@@ -310,7 +313,7 @@ const (
 // backlog is taken in batches as handlers finish, a free slot never waits
 // for another job to finish, and a backlog in one lane never delays
 // another lane's jobs.
-func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, commits <-chan struct{}, poll time.Duration) {
+func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, commits <-chan struct{}, poll time.Duration) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -324,9 +327,9 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 	lookedAgain := false
 	for {
 		wake := w.q.wakeup.wait()
-		leased, ok := w.leaseRound(ctx, handlerCtx)
+		leased, ok, err := w.leaseRound(ctx, handlerCtx)
 		if !ok {
-			return
+			return err
 		}
 		s := w.laneState()
 		if w.idleHook != nil {
@@ -334,7 +337,7 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 		}
 		if w.opts.StopWhenIdle && s.idle && !w.anyRunning(ctx) {
 			if lookedAgain && leased == 0 {
-				return
+				return nil
 			}
 			lookedAgain = true
 			continue
@@ -365,7 +368,7 @@ func (w *Worker) loop(ctx, handlerCtx context.Context, watcher *changeWatcher, c
 			ok = w.waitForWork(ctx, wake, freed, watcher, commits, timer, poll, s.nextRunAt)
 		}
 		if !ok {
-			return
+			return nil
 		}
 	}
 }
@@ -424,8 +427,9 @@ func (w *Worker) anyRunning(ctx context.Context) bool {
 // leaseRound leases for every lane with a free slot and starts what it
 // got, noting on each lane whether more may wait and when its next
 // scheduled job comes due. It returns how many jobs it leased, and false
-// if ctx ended.
-func (w *Worker) leaseRound(ctx, handlerCtx context.Context) (leased int, ok bool) {
+// if ctx ended or a lease failed in a way that waiting cannot clear (then
+// with that error).
+func (w *Worker) leaseRound(ctx, handlerCtx context.Context) (leased int, ok bool, err error) {
 	for _, l := range w.lanes {
 		free := w.free(l)
 		if free == 0 {
@@ -436,7 +440,7 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) (leased int, ok boo
 			// A lease that committed as the worker was told to stop
 			// still hands out its jobs: give them back.
 			w.releaseUnstarted(jobs)
-			return leased, false
+			return leased, false, nil
 		}
 		for _, j := range jobs {
 			w.start(handlerCtx, l, j)
@@ -444,6 +448,9 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) (leased int, ok boo
 		leased += len(jobs)
 		l.backlog = err == nil && len(jobs) == asked
 		w.refill.arm(l.backlog)
+		if err != nil && w.cannotClear(err) {
+			return leased, false, fmt.Errorf("work: %w", err)
+		}
 		if err != nil {
 			l.retryIn = min(max(2*l.retryIn, leaseRetry), leaseRetryMax)
 			w.opts.Logger.Warn("lite: lease failed; retrying", "err", err, "in", l.retryIn)
@@ -456,7 +463,17 @@ func (w *Worker) leaseRound(ctx, handlerCtx context.Context) (leased int, ok boo
 			}
 		}
 	}
-	return leased, true
+	return leased, true, nil
+}
+
+// cannotClear says whether a failed lease must end Run rather than be
+// tried again: a file lite may not write, or that is not a lite database,
+// stays so however long a worker waits; a full disk may get room, but a
+// worker stopping when idle is a run that must end (a cron job), not one
+// that waits for an operator.
+func (w *Worker) cannotClear(err error) bool {
+	return errors.Is(err, ErrReadOnly) || errors.Is(err, ErrNotLite) ||
+		(w.opts.StopWhenIdle && errors.Is(err, ErrFull))
 }
 
 // waitRetry sleeps d after a failed lease, whatever wakes the worker

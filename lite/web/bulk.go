@@ -32,13 +32,18 @@ func parseBulk(r *http.Request, action lite.BulkAction, now time.Time) (bulkRequ
 	if _, ok := bulkTitles[action]; !ok {
 		return b, fmt.Errorf("no such bulk action %q", action)
 	}
+	// A field given empty is refused, as the CLI refuses an empty flag:
+	// dropping it would act on more jobs than the caller narrowed to.
+	for _, field := range []string{"state", "queue", "kind", "tag"} {
+		if vs, ok := r.Form[field]; ok && slices.Contains(vs, "") {
+			return b, fmt.Errorf("%s is empty: give a value, or leave the field out not to filter on it", field)
+		}
+	}
 	for _, st := range r.Form["state"] {
-		if st != "" && !slices.Contains(lite.States, lite.State(st)) {
+		if !slices.Contains(lite.States, lite.State(st)) {
 			return b, fmt.Errorf("unknown state %q", st)
 		}
-		if st != "" {
-			b.Filter.States = append(b.Filter.States, lite.State(st))
-		}
+		b.Filter.States = append(b.Filter.States, lite.State(st))
 	}
 	b.Filter.Queue, b.Filter.Kind, b.Filter.Tags = r.FormValue("queue"), r.FormValue("kind"), queryTags(r.Form["tag"])
 	if o := r.FormValue("older_than"); o != "" {

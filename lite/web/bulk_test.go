@@ -49,6 +49,16 @@ func TestBulkActions(t *testing.T) {
 			is.Equal(state(t, q, ids.running), lite.StateRunning)
 		})
 
+		t.Run("the API refuses a filter field given empty, as the CLI does", func(t *testing.T) {
+			is := is.New(t)
+			for _, field := range []string{"state", "queue", "kind", "tag"} {
+				w := post(h, "/api/bulk/cancel", url.Values{field: {""}, "all": {"1"}})
+				is.Equal(w.Code, http.StatusBadRequest)
+				is.Equal(apiError(t, w.Body.Bytes()), field+" is empty: give a value, or leave the field out not to filter on it")
+			}
+			is.Equal(state(t, q, ids.available), lite.StateAvailable) // nothing cancelled
+		})
+
 		t.Run("the page asks with the count, and only the posted form acts", func(t *testing.T) {
 			is := is.New(t)
 			w := get(h, "/jobs/bulk?do=cancel&id="+strconv.FormatInt(ids.running, 10)+"&id="+strconv.FormatInt(ids.available, 10))

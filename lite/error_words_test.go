@@ -1,0 +1,28 @@
+package lite_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+func TestErrorsSayWhatHappened(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("an expired job's Err says it expired", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			id := mustEnqueue(t, q, lite.NewJob{ExpiresIn: time.Minute})
+			clock.Advance(2 * time.Minute)
+			_, err := q.CancelExpired(t.Context())
+			is.NoErr(err)
+			err = mustGet(t, q, id).Err()
+			is.True(errors.Is(err, lite.ErrCancelled))
+			is.True(strings.HasPrefix(err.Error(), "job 1 expired: not started by ")) // not a bare "cancelled"
+		})
+	})
+}
