@@ -433,3 +433,23 @@ func (e testEngine) reopen(t *testing.T, dsn string, clock *fakeClock) *lite.Que
 	t.Cleanup(func() { q.Close() })
 	return q
 }
+
+func TestAJobsStepsAndSignalsGoWithIt(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+		is.NoErr(q.Signal(t.Context(), id, "unread", []byte("x")))
+		job := mustLeaseOne(t, q, "default")
+		_, err := q.RecordStep(t.Context(), job.Lease(), "s", []byte("1"))
+		is.NoErr(err)
+		is.NoErr(q.AckDone(t.Context(), job.Lease(), nil))
+		n, err := q.Purge(t.Context(), clock.Now().Add(time.Hour))
+		is.NoErr(err)
+		is.Equal(n, int64(1))
+		var left int
+		is.NoErr(q.DB().QueryRowContext(t.Context(), `select (select count(*) from lite_steps) + (select count(*) from lite_signals)`).Scan(&left))
+		is.Equal(left, 0) // deleted with the job (on delete cascade)
+	})
+}
