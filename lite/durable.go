@@ -3,10 +3,12 @@ package lite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The bounds of what a job keeps of its steps (see RunStep): a handler that
@@ -88,7 +90,34 @@ type StepRecord struct {
 	Name       string
 	Generation int64 // the lease that recorded it
 	Result     []byte
-	RecordedAt int64 // unix milliseconds
+	RecordedAt time.Time
+}
+
+// stepJSON is a StepRecord in a job's JSON, its result as a job's is.
+type stepJSON struct {
+	Name         string    `json:"name"`
+	Generation   int64     `json:"generation"`
+	Result       *string   `json:"result,omitempty"`
+	ResultBase64 []byte    `json:"result_base64,omitempty"`
+	RecordedAt   time.Time `json:"recorded_at"`
+}
+
+// MarshalJSON writes the step as `lite show --json` lists it.
+func (s StepRecord) MarshalJSON() ([]byte, error) {
+	out := stepJSON{Name: s.Name, Generation: s.Generation, RecordedAt: s.RecordedAt.UTC()}
+	out.Result, out.ResultBase64 = textOrBase64(s.Result)
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (s *StepRecord) UnmarshalJSON(b []byte) error {
+	var in stepJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	result, err := fromTextOrBase64("result", in.Result, in.ResultBase64)
+	*s = StepRecord{Name: in.Name, Generation: in.Generation, Result: result, RecordedAt: in.RecordedAt.UTC()}
+	return err
 }
 
 var stepSQL = stmt{
@@ -105,7 +134,9 @@ func (q *Queue) StepResult(ctx context.Context, id int64, name string) ([]byte, 
 
 func (q *Queue) stepOn(ctx context.Context, c queryer, id int64, name string) (StepRecord, bool, error) {
 	s := StepRecord{Name: name}
-	err := c.QueryRowContext(ctx, q.sql(stepSQL), id, name).Scan(&s.Generation, &s.Result, &s.RecordedAt)
+	var at int64
+	err := c.QueryRowContext(ctx, q.sql(stepSQL), id, name).Scan(&s.Generation, &s.Result, &at)
+	s.RecordedAt = fromMillis(at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return s, false, nil
@@ -131,9 +162,11 @@ func (q *Queue) Steps(ctx context.Context, id int64) ([]StepRecord, error) {
 	var steps []StepRecord
 	for rows.Next() {
 		var s StepRecord
-		if err := rows.Scan(&s.Name, &s.Generation, &s.Result, &s.RecordedAt); err != nil {
+		var at int64
+		if err := rows.Scan(&s.Name, &s.Generation, &s.Result, &at); err != nil {
 			return nil, fmt.Errorf("steps of job %d: %w", id, err)
 		}
+		s.RecordedAt = fromMillis(at)
 		steps = append(steps, s)
 	}
 	return steps, rows.Err()

@@ -25,6 +25,9 @@ func (q *Queue) Get(ctx context.Context, id int64) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get job %d: %w", id, classify(err))
 	}
+	if j.Steps, err = q.Steps(ctx, id); err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, err)
+	}
 	return j, nil
 }
 

@@ -99,6 +99,9 @@ type Job struct {
 	// ParkedSleep, ParkedSignal (for the signal ParkedOn), or "" for a job
 	// that is not parked. A lease clears it.
 	Parked, ParkedOn string
+	// Steps are the steps it recorded (see RunStep), its sleeps' and
+	// signals' records among them: Get fills them in, a list does not.
+	Steps []StepRecord
 }
 
 // AttemptError is the error recorded for one failed attempt. Attempt

@@ -111,15 +111,15 @@ func AwaitSignal(ctx context.Context, name string, timeout time.Duration) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("await signal %q: %w", name, err)
 	}
-	p, err := d.await(ctx, name, timeout)
+	p, err := d.await(ctx, name, d.next("signal:"+name), timeout)
 	if err != nil {
 		return nil, fmt.Errorf("await signal %q: %w", name, err)
 	}
 	return p, nil
 }
 
-func (d *durable) await(ctx context.Context, name string, timeout time.Duration) ([]byte, error) {
-	at := d.next("signal:" + name)
+// await is AwaitSignal's, its checkpoint named at.
+func (d *durable) await(ctx context.Context, name, at string, timeout time.Duration) ([]byte, error) {
 	outcome := at + ":got"
 	if b, ok, err := d.q.StepResult(ctx, d.lease.JobID, outcome); err != nil || ok {
 		return decodeAwaited(b, err)
