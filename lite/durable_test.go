@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -155,6 +156,28 @@ func TestAStaleLeaseRecordsNothing(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(len(steps), 0)
 		})
+		t.Run("a step after its own lease's ack records nothing", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			is.NoErr(q.AckDone(t.Context(), job.Lease(), nil))
+			_, err := q.RecordStep(t.Context(), job.Lease(), "s", []byte("1"))
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			_, ok, err := q.StepResult(t.Context(), id, "s")
+			is.NoErr(err)
+			is.True(!ok)
+		})
+		t.Run("a park after its own lease's ack changes nothing", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			is.NoErr(q.AckDone(t.Context(), job.Lease(), nil))
+			err := lite.Park(t.Context(), q, job.Lease(), &lite.ParkError{Until: time.Now().Add(time.Hour), Reason: lite.ParkedSleep})
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			is.Equal(mustGet(t, q, id).State, lite.StateDone)
+		})
 		t.Run("a stale step never overwrites a newer record", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.mustOpen(t, newFakeClock())
@@ -256,22 +279,40 @@ func TestRunStepTxCommitsTheAppsRowsWithTheRecord(t *testing.T) {
 
 func TestStepsAreBounded(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
-		is := is.New(t)
-		q, _ := e.mustOpen(t, newFakeClock())
-		id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
-		job := mustLeaseOne(t, q, "default")
-		big := make([]byte, lite.DefaultMaxPayloadBytes)
-		var err error
-		n := 0
-		for ; n < lite.MaxStepsBytes/len(big)+1 && err == nil; n++ {
-			_, err = q.RecordStep(t.Context(), job.Lease(), "s"+string(rune('a'+n)), big)
-		}
-		is.True(errors.Is(err, lite.ErrStepsFull))
-		is.Equal(n, lite.MaxStepsBytes/len(big)+1) // the one past the bytes
-		steps, err := q.Steps(t.Context(), id)
-		is.NoErr(err)
-		is.Equal(len(steps), lite.MaxStepsBytes/len(big))
+		t.Run("in count", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			for i := range lite.MaxSteps {
+				_, err := q.RecordStep(t.Context(), job.Lease(), strconv.Itoa(i), nil)
+				is.NoErr(err)
+			}
+			_, err := q.RecordStep(t.Context(), job.Lease(), "one more", nil)
+			is.True(errors.Is(err, lite.ErrStepsFull))
+		})
+		t.Run("in bytes", func(t *testing.T) { testStepBytesBound(t, e) })
 	})
+}
+
+// testStepBytesBound fills a job's steps with results as large as a
+// step takes until they are over MaxStepsBytes.
+func testStepBytesBound(t *testing.T, e testEngine) {
+	is := is.New(t)
+	q, _ := e.mustOpen(t, newFakeClock())
+	id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+	job := mustLeaseOne(t, q, "default")
+	big := make([]byte, lite.DefaultMaxPayloadBytes)
+	var err error
+	n := 0
+	for ; n < lite.MaxStepsBytes/len(big)+1 && err == nil; n++ {
+		_, err = q.RecordStep(t.Context(), job.Lease(), "s"+string(rune('a'+n)), big)
+	}
+	is.True(errors.Is(err, lite.ErrStepsFull))
+	is.Equal(n, lite.MaxStepsBytes/len(big)+1) // the one past the bytes
+	steps, err := q.Steps(t.Context(), id)
+	is.NoErr(err)
+	is.Equal(len(steps), lite.MaxStepsBytes/len(big))
 }
 
 func TestSleepParksTheJob(t *testing.T) {
@@ -309,6 +350,7 @@ func TestSleepParksTheJob(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(rep.Done, 1)
 		is.Equal(mustGet(t, q, id).State, lite.StateDone)
+		is.Equal(mustGet(t, q, id).Parked, "") // its lease cleared the marker
 		is.Equal(before, 1)
 		is.Equal(after, 1)
 	})
@@ -359,6 +401,20 @@ func TestSignals(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(rep.Done, 1)
 			is.Equal(got, []string{"by bob"})
+		})
+		t.Run("a signal between the await and its park wakes the job at once", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			_, err := lite.AwaitSignal(lite.HandlerContext(t.Context(), q, job.Lease(), func(error) {}), "approved", 0)
+			var p *lite.ParkError
+			is.True(errors.As(err, &p))
+			is.NoErr(q.Signal(t.Context(), id, "approved", []byte("just in time")))
+			is.NoErr(lite.Park(t.Context(), q, job.Lease(), p))
+			j := mustGet(t, q, id)
+			is.Equal(j.Parked, "")         // not parked: its signal is there
+			is.True(j.RunAt.Year() < 9999) // due now, not never
 		})
 		t.Run("a signal of another name does not wake it", func(t *testing.T) {
 			is := is.New(t)

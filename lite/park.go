@@ -105,15 +105,15 @@ func (d *durable) checkpoint(ctx context.Context, name string, t time.Time) (tim
 	return fromMillis(ms), nil
 }
 
-// parkLockSQL takes the job's row under the lease before a park (on
-// PostgreSQL, locking it, so that a Signal that locked it first has
-// committed when parkSQL looks for its signal), and says whether a
-// signal of the awaited name waits unconsumed.
+// parkLockSQL takes the job's row before a park (on PostgreSQL, locking
+// it, so that a Signal that locked it first has committed when this
+// looks for its signal), and says whether a signal of the awaited name
+// waits unconsumed. The guard is parkSQL's.
 var parkLockSQL = stmt{
-	sqlite: `select exists (select 1 from lite_signals where job_id = ?1 and name = ?3 and consumed_at is null)
-from lite_jobs where id = ?1 and generation = ?2 and state = 'running'`,
-	postgres: `select exists (select 1 from lite_signals where job_id = $1 and name = $3 and consumed_at is null)
-from lite_jobs where id = $1 and generation = $2 and state = 'running' for update`,
+	sqlite: `select exists (select 1 from lite_signals where job_id = ?1 and name = ?2 and consumed_at is null)
+from lite_jobs where id = ?1`,
+	postgres: `select exists (select 1 from lite_signals where job_id = $1 and name = $2 and consumed_at is null)
+from lite_jobs where id = $1 for update`,
 }
 
 // parkSQL gives a lease back as Snooze does, no attempt spent, with the
@@ -132,7 +132,7 @@ func (q *Queue) park(ctx context.Context, l Lease, p *ParkError) (time.Time, err
 	var runAt int64
 	err := q.writeTx(ctx, q.sql(parkSQL), func(tx txConn) error {
 		var signalled bool
-		err := tx.QueryRowContext(ctx, q.sql(parkLockSQL), l.JobID, l.Generation, p.Signal).Scan(&signalled)
+		err := tx.QueryRowContext(ctx, q.sql(parkLockSQL), l.JobID, p.Signal).Scan(&signalled)
 		if err != nil {
 			return ownedRow(err, l)
 		}
@@ -154,7 +154,7 @@ func (q *Queue) park(ctx context.Context, l Lease, p *ParkError) (time.Time, err
 	return fromMillis(runAt), nil
 }
 
-// ownedRow turns a guarded read's missing row into ErrLeaseLost.
+// ownedRow turns the missing row of a job's read into ErrLeaseLost.
 func ownedRow(err error, l Lease) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return leaseLost(l)

@@ -72,18 +72,18 @@ func (q *Queue) Signal(ctx context.Context, id int64, name string, payload []byt
 	return q.afterWrite(ctx, fmt.Sprintf("signal job %d", id))
 }
 
-// consumeSignalSQL consumes the oldest unconsumed signal of the name,
-// under the lease.
+// consumeSignalSQL consumes the oldest unconsumed signal of the name. Its
+// fence is the step that records what it consumed, in its transaction
+// (see consumeSignal): only the current lease records it, so only the
+// current lease's consumption commits.
 var consumeSignalSQL = stmt{
 	sqlite: `update lite_signals set consumed_by_generation = ?2, consumed_at = ?4
 where id = (select id from lite_signals where job_id = ?1 and name = ?3 and consumed_at is null order by id limit 1)
   and consumed_at is null
-  and exists (select 1 from lite_jobs where id = ?1 and generation = ?2 and state = 'running')
 returning payload`,
 	postgres: `update lite_signals set consumed_by_generation = $2, consumed_at = $4
 where id = (select id from lite_signals where job_id = $1 and name = $3 and consumed_at is null order by id limit 1)
   and consumed_at is null
-  and exists (select 1 from lite_jobs where id = $1 and generation = $2 and state = 'running')
 returning payload`,
 }
 
