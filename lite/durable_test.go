@@ -352,6 +352,12 @@ func TestSleepParksTheJob(t *testing.T) {
 		j := mustGet(t, q, id)
 		is.Equal(j.State, lite.StateAvailable)
 		is.Equal(j.Parked, lite.ParkedSleep)
+		sleeping, err := q.List(t.Context(), lite.ListFilter{Parked: lite.ParkedSleep})
+		is.NoErr(err)
+		is.Equal(len(sleeping), 1) // listed as sleeping
+		awaiting, err := q.List(t.Context(), lite.ListFilter{Parked: lite.ParkedSignal})
+		is.NoErr(err)
+		is.Equal(len(awaiting), 0)
 		is.Equal(j.Attempts, 0) // no attempt spent: MaxAttempts 1 still runs it
 		other := mustEnqueue(t, q, lite.NewJob{Kind: "other"})
 		rep, err := w.RunOnce(t.Context()) // the slot is free: the other job runs, the sleeper does not
