@@ -85,7 +85,7 @@ func TestRunStepRunsOncePerJob(t *testing.T) {
 			is := is.New(t)
 			clock := newFakeClock()
 			q, dsn := e.mustOpen(t, clock)
-			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			mustEnqueue(t, q, lite.NewJob{Kind: "d"})
 			var runs int
 			step := func(ctx context.Context) (int, error) {
 				return lite.RunStep(ctx, "s", func(context.Context) (int, error) { runs++; return 42, nil })
@@ -109,7 +109,6 @@ func TestRunStepRunsOncePerJob(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(v, 42)
 			is.Equal(runs, 1)
-			_ = id
 		})
 		t.Run("a step's error is the attempt's, and a permanent one buries the job", func(t *testing.T) {
 			is := is.New(t)
