@@ -120,9 +120,7 @@ func TestRunStepRunsOncePerJob(t *testing.T) {
 			})
 			is.Equal(mustRun(t, w, id).Kind, lite.EventFailed)
 			is.Equal(mustGet(t, q, id).State, lite.StateDead)
-			steps, err := q.Steps(t.Context(), id)
-			is.NoErr(err)
-			is.Equal(len(steps), 0) // a failed step records nothing
+			is.Equal(stepsOf(t, q, id), 0) // a failed step records nothing
 		})
 		t.Run("a name of lite's own is refused", func(t *testing.T) {
 			is := is.New(t)
@@ -151,9 +149,7 @@ func TestAStaleLeaseRecordsNothing(t *testing.T) {
 			_, err := lite.RunStep(ctx, "s", func(context.Context) (int, error) { return 1, nil })
 			is.True(errors.Is(err, lite.ErrLeaseLost))
 			is.True(told.Load()) // the handler's context is cancelled
-			steps, err := q.Steps(t.Context(), id)
-			is.NoErr(err)
-			is.Equal(len(steps), 0)
+			is.Equal(stepsOf(t, q, id), 0)
 		})
 		t.Run("a step after its own lease's ack records nothing", func(t *testing.T) {
 			is := is.New(t)
@@ -228,9 +224,7 @@ func TestAStaleLeaseRecordsNothing(t *testing.T) {
 			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
 			ctx, _ := staleContext(t, q, id)
 			is.True(errors.Is(lite.Sleep(ctx, time.Hour), lite.ErrLeaseLost))
-			steps, err := q.Steps(t.Context(), id)
-			is.NoErr(err)
-			is.Equal(len(steps), 0)
+			is.Equal(stepsOf(t, q, id), 0)
 		})
 		t.Run("a stale park changes nothing", func(t *testing.T) {
 			is := is.New(t)
@@ -526,4 +520,14 @@ func TestAJobsStepsAndSignalsGoWithIt(t *testing.T) {
 		is.NoErr(q.DB().QueryRowContext(t.Context(), `select (select count(*) from lite_steps) + (select count(*) from lite_signals)`).Scan(&left))
 		is.Equal(left, 0) // deleted with the job (on delete cascade)
 	})
+}
+
+// stepsOf is how many steps job id recorded.
+func stepsOf(t *testing.T, q *lite.Queue, id int64) int {
+	t.Helper()
+	steps, err := q.Steps(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(steps)
 }
