@@ -29,7 +29,7 @@ CREATE TABLE lite_jobs (
     created_at   integer not null,
     finished_at  integer
 , stale_after_ms integer, tags text not null default '[]', meta text not null default '{}', progress text, progress_note text, log_tail text, deps_pending integer not null default 0, has_dependents integer not null default 0, on_dep_failure text not null default 'cancel'
-    check (on_dep_failure in ('cancel', 'run', 'block')), callback text, batch_id integer, expires_at integer, job_key text, unique_hold text check (unique_hold in ('period', 'started', 'finished')), first_leased_at integer) strict;
+    check (on_dep_failure in ('cancel', 'run', 'block')), callback text, batch_id integer, expires_at integer, job_key text, unique_hold text check (unique_hold in ('period', 'started', 'finished')), first_leased_at integer, parked text check (parked in ('sleep', 'signal', 'children')), parked_on text) strict;
 
 CREATE INDEX lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
     where state = 'available';
@@ -231,3 +231,24 @@ CREATE TRIGGER lite_unique_deleted after delete on lite_jobs
 begin
     update lite_unique set released = 1 where job_id = old.id and released = 0;
 end;
+
+CREATE TABLE lite_steps (
+    job_id      integer not null references lite_jobs (id) on delete cascade,
+    name        text    not null,
+    generation  integer not null,
+    result      blob    not null,
+    recorded_at integer not null,
+    primary key (job_id, name)
+) strict;
+
+CREATE TABLE lite_signals (
+    id                     integer primary key autoincrement,
+    job_id                 integer not null references lite_jobs (id) on delete cascade,
+    name                   text    not null,
+    payload                blob    not null,
+    sent_at                integer not null,
+    consumed_by_generation integer,
+    consumed_at            integer
+) strict;
+
+CREATE INDEX lite_signals_job on lite_signals (job_id, name, id);

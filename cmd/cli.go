@@ -52,6 +52,7 @@ type root struct {
 	Release   releaseCmd   `cmd:"" help:"Make a running job available again now, voiding its lease."`
 	Reclaim   reclaimCmd   `cmd:"" help:"Take back running jobs whose heartbeat lapsed."`
 	Retry     retryCmd     `cmd:"" help:"Make a dead or cancelled job available again."`
+	Signal    signalCmd    `cmd:"" help:"Send a job a signal its await-signal or AwaitSignal consumes: lite signal ID NAME [PAYLOAD]."`
 	Cancel    cancelCmd    `cmd:"" help:"Cancel a blocked, available or running job."`
 	Batch     batchCmd     `cmd:"" help:"Show a batch's progress: done, dead, cancelled, pending."`
 	Wait      waitCmd      `cmd:"" help:"Wait for jobs to finish; print their results."`
@@ -73,8 +74,11 @@ type root struct {
 
 	Schedule scheduleCmd `cmd:"" help:"Add, list, remove, pause and resume periodic jobs."`
 
-	Progress progressCmd `cmd:"" help:"From a command of lite work: report its job's progress (40% \"converting\")."`
-	Log      logCmd      `cmd:"" help:"From a command of lite work: append lines (or stdin's) to its job's log."`
+	Progress    progressCmd    `cmd:"" help:"From a command of lite work: report its job's progress (40% \"converting\")."`
+	Log         logCmd         `cmd:"" help:"From a command of lite work: append lines (or stdin's) to its job's log."`
+	Step        stepCmd        `cmd:"" help:"From a command of lite work: run COMMAND once per job, print its recorded stdout: lite step NAME -- COMMAND."`
+	Sleep       sleepCmd       `cmd:"" help:"From a command of lite work: park its job for a while (lite sleep 2h || exit $?)."`
+	AwaitSignal awaitSignalCmd `cmd:"" name:"await-signal" help:"From a command of lite work: print a signal's payload, or park its job until it comes."`
 
 	Help       helpCmd       `cmd:"" help:"Show a command's help: lite help enqueue is lite enqueue --help."`
 	Completion completionCmd `cmd:"" help:"Print a shell's completion script: source <(lite completion bash); zsh, fish."`

@@ -73,6 +73,9 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 		progress += " " + safe(j.ProgressNote)
 	}
 	row("progress", progress)
+	if j.Parked != "" {
+		row("parked", parkedText(j))
+	}
 	if len(links.WaitsFor) > 0 {
 		row("waits for", fmt.Sprintf("%s (%d not done; if one fails: %s)", related(links.WaitsFor), links.Pending, links.Policy))
 	}
@@ -90,6 +93,10 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 		for _, line := range j.Log {
 			fmt.Fprintf(env.Stdout, "  %s\n", safe(line))
 		}
+	}
+	for _, s := range j.Steps {
+		fmt.Fprintf(env.Stdout, "step %s (generation %d) at %s: %s\n",
+			safe(s.Name), s.Generation, s.RecordedAt.UTC().Format(time.RFC3339), preview(s.Result))
 	}
 	for _, e := range j.Errors {
 		fmt.Fprintf(env.Stdout, "error, attempt %d (generation %d) at %s:\n",
@@ -172,6 +179,30 @@ func printable(b []byte) string {
 		return strconv.Quote(string(b))
 	}
 	return "base64:" + base64.StdEncoding.EncodeToString(b)
+}
+
+// parkedText says what a parked job waits for.
+func parkedText(j *lite.Job) string {
+	if j.Parked == lite.ParkedSignal {
+		return "awaiting signal " + safe(j.ParkedOn)
+	}
+	return safe(j.Parked)
+}
+
+// stepPreview is how much of a step's result show prints.
+const stepPreview = 80
+
+// preview is a step's result as printable quotes it, cut to stepPreview
+// bytes first.
+func preview(b []byte) string {
+	if len(b) <= stepPreview {
+		return printable(b)
+	}
+	cut := stepPreview
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return printable(b[:cut]) + fmt.Sprintf("… (%d bytes)", len(b))
 }
 
 // related lists jobs as "7 (done), 8 (running)".

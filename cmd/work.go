@@ -350,7 +350,8 @@ func (q quietWriter) Write(p []byte) (int, error) {
 // handler runs the command once for a job, with the payload on its stdin
 // and the job in its environment, as a tree that ends with the run. The
 // command's exit status decides: 0 is done with stdout as the result, 100
-// fails for good, any other fails the attempt. A command lite stopped fails
+// fails for good, 75 after a park it recorded parks the job, any other
+// fails the attempt. A command lite stopped fails
 // the attempt (timeout, lost lease), or gives the job back (shutdown).
 func (c *workerFlags) handler(argv []string, log *slog.Logger, db string, shutdown, now <-chan struct{}) lite.Handler {
 	return func(ctx context.Context, job *lite.Job) error {
@@ -393,8 +394,11 @@ func (c *workerFlags) handler(argv []string, log *slog.Logger, db string, shutdo
 			if tail := stderr.String(); tail != "" {
 				failure = fmt.Errorf("%s: %s", exit, tail)
 			}
-			if exit.ExitCode() == permanentExitCode {
+			switch exit.ExitCode() {
+			case permanentExitCode:
 				return lite.Permanent(failure)
+			case lite.ParkedExitCode:
+				return parkedOr(ctx, failure)
 			}
 			return failure
 		}
@@ -408,6 +412,20 @@ func (c *workerFlags) handler(argv []string, log *slog.Logger, db string, shutdo
 		lite.SetResult(ctx, stdout.result())
 		return nil
 	}
+}
+
+// parkedOr is the park the run's command recorded (lite sleep, lite
+// await-signal) before it exited lite.ParkedExitCode, or failure when it
+// recorded none: an exit 75 of its own fails the attempt as any other.
+func parkedOr(ctx context.Context, failure error) error {
+	p, err := lite.ParkRequested(ctx)
+	switch {
+	case err != nil:
+		return errors.Join(failure, err)
+	case p == nil:
+		return failure
+	}
+	return p
 }
 
 // The range of --max-result: room for the truncation mark, and a bound

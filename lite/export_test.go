@@ -167,3 +167,16 @@ func IsPrepared(q *Queue, name string) bool {
 	s, ok := statements[name].(stmt)
 	return ok && q.stmts.lookup(q.sql(s)) != nil
 }
+
+// HandlerContext is the context a handler of lease l gets for Step,
+// Sleep and AwaitSignal, for a test that calls them with a stale lease;
+// lost is called when one finds the lease lost.
+func HandlerContext(ctx context.Context, q *Queue, l Lease, lost context.CancelCauseFunc) context.Context {
+	return withDurable(ctx, q, l, lost)
+}
+
+// Park parks lease l's job as a handler returning p does.
+func Park(ctx context.Context, q *Queue, l Lease, p *ParkError) error {
+	_, err := q.park(ctx, l, p)
+	return err
+}

@@ -25,6 +25,9 @@ func (q *Queue) Get(ctx context.Context, id int64) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get job %d: %w", id, classify(err))
 	}
+	if j.Steps, err = q.Steps(ctx, id); err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, err)
+	}
 	return j, nil
 }
 
@@ -49,6 +52,9 @@ type ListFilter struct {
 	BeforeID int64
 	// Limit caps the page. Default 100.
 	Limit int
+	// Parked finds the available jobs parked for this reason (ParkedSleep,
+	// ParkedSignal): sleeping, or awaiting a signal.
+	Parked string
 	// OmitBodies leaves every job's Payload, Result and Log empty, for a
 	// listing that shows neither: a page of large jobs then costs their
 	// other fields alone in memory. Get reads one job whole.
@@ -56,7 +62,8 @@ type ListFilter struct {
 }
 
 // listSQL reads a page of jobs. Its state, queue, kind, unique key and
-// tags (a JSON array, every one of which a job must carry) are filters that an empty parameter turns off, and it pages by id, up
+// tags (a JSON array, every one of which a job must carry) and parked
+// marker are filters that an empty parameter turns off, and it pages by id, up
 // from ?4 or, newest first, down from ?4: a range of ids either way, which
 // SQLite seeks to rather than walks to.
 //
@@ -73,12 +80,16 @@ func listSQL(newest bool, by listIndex) stmt {
 		order, pgOrder = "id < ?4 order by id desc", "id < $4 order by id desc"
 	}
 	from, state, pgState := "lite_jobs", "(?1 = '' or state = ?1)", "($1 = '' or state = $1)"
+	parked := "9" // the parameter of ListFilter.Parked, after the batch's if any
 	switch by {
 	case listRunning:
 		from, state = "lite_jobs indexed by lite_jobs_running", "?1 = 'running' and state = 'running'"
 	case listBatch:
 		from, state, pgState = "lite_jobs indexed by lite_jobs_batch", "batch_id = ?9 and "+state, "batch_id = $9 and "+pgState
+		parked = "10"
 	}
+	state += " and (?" + parked + " = '' or (state = 'available' and parked = ?" + parked + "))"
+	pgState += " and ($" + parked + " = '' or (state = 'available' and parked = $" + parked + "))"
 	return stmt{
 		sqlite: `select ` + listColumns.sqlite + ` from ` + from + `
 where ` + state + ` and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3)
@@ -158,6 +169,7 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 	case f.State == StateRunning:
 		by = listRunning
 	}
+	args = append(args, f.Parked)
 	rows, err := q.r.QueryContext(ctx, q.sql(listSQLs[b2i(f.Newest)][by]), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", classify(err))

@@ -95,6 +95,13 @@ type Job struct {
 	// at most MaxLogLines of the MaxLogBytes the job keeps. A list leaves
 	// it empty when it omits bodies.
 	Log []string
+	// Parked says why an available job waits (see Sleep and AwaitSignal):
+	// ParkedSleep, ParkedSignal (for the signal ParkedOn), or "" for a job
+	// that is not parked. A lease clears it.
+	Parked, ParkedOn string
+	// Steps are the steps it recorded (see RunStep), its sleeps' and
+	// signals' records among them: Get fills them in, a list does not.
+	Steps []StepRecord
 }
 
 // AttemptError is the error recorded for one failed attempt. Attempt
@@ -124,7 +131,8 @@ func (j *Job) Lease() Lease {
 // jobColumns is the column list scanJob reads, in its order.
 const jobColumns = `id, queue, kind, payload, priority, state, run_at, attempts, max_attempts,
 	generation, lease_token, locked_by, leased_at, heartbeat_at, unique_key, result, errors,
-	created_at, finished_at, tags, meta, progress, progress_note, log_tail, job_key, expires_at`
+	created_at, finished_at, tags, meta, progress, progress_note, log_tail, job_key, expires_at,
+	parked, parked_on`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -139,15 +147,17 @@ func scanJob(s scanner) (*Job, error) {
 		progress, note, logTail           sql.NullString
 		key                               sql.NullString
 		expiresAt                         sql.NullInt64
+		parked, parkedOn                  sql.NullString
 	)
 	err := s.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &j.Priority, &state, &runAt,
 		&j.Attempts, &j.MaxAttempts, &j.Generation, &leaseToken, &lockedBy, &leasedAt,
 		&heartbeatAt, &uniqueKey, &j.Result, &errs, &createdAt, &finishedAt, &tags, &meta,
-		&progress, &note, &logTail, &key, &expiresAt)
+		&progress, &note, &logTail, &key, &expiresAt, &parked, &parkedOn)
 	if err != nil {
 		return nil, err
 	}
 	j.setProgress(progress, note, logTail)
+	j.Parked, j.ParkedOn = parked.String, parkedOn.String
 	j.State = State(state)
 	j.RunAt = fromMillis(runAt)
 	j.CreatedAt = fromMillis(createdAt)

@@ -48,6 +48,9 @@ type jobJSON struct {
 	Progress     json.RawMessage `json:"progress,omitempty"`
 	ProgressNote string          `json:"progress_note,omitempty"`
 	Log          []string        `json:"log,omitempty"`
+	Parked       string          `json:"parked,omitempty"`
+	ParkedOn     string          `json:"parked_on,omitempty"`
+	Steps        []StepRecord    `json:"steps,omitempty"`
 }
 
 // MarshalJSON writes the job as `lite show --json` prints it:
@@ -60,13 +63,16 @@ type jobJSON struct {
 //	 "errors": [{"attempt": 1, "generation": 1, "at": "…Z", "error": "…"}, …],
 //	 "created_at": "…Z", "finished_at": "…Z",
 //	 "tags": ["signup"], "meta": {"traceparent": "00-…-01"},
-//	 "progress": 0.4, "progress_note": "converting", "log": ["…", …]}
+//	 "progress": 0.4, "progress_note": "converting", "log": ["…", …],
+//	 "parked": "signal", "parked_on": "approved",
+//	 "steps": [{"name": "charge", "generation": 1, "result": "…", "recorded_at": "…Z"}, …]}
 //
 // Payload and result are strings when they are valid UTF-8 and base64 in
 // payload_base64 and result_base64 otherwise; a job with no result has
 // neither result field. Lease fields, unique_key, key, expires_at,
 // finished_at, tags and meta are left out when empty; errors is always an array; progress,
-// progress_note and log are left out when the job has none.
+// progress_note, log, parked, parked_on and steps are left out when the
+// job has none; a step's result is text or base64 as the job's is.
 func (j Job) MarshalJSON() ([]byte, error) {
 	out := jobJSON{
 		ID: j.ID, Queue: j.Queue, Kind: j.Kind, State: j.State, Priority: j.Priority,
@@ -77,6 +83,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Errors: j.Errors, CreatedAt: j.CreatedAt.UTC(), FinishedAt: j.FinishedAt.UTC(),
 		Tags: j.Tags, Meta: j.Meta,
 		Progress: j.Progress, ProgressNote: j.ProgressNote, Log: j.Log,
+		Parked: j.Parked, ParkedOn: j.ParkedOn, Steps: j.Steps,
 	}
 	if out.Errors == nil {
 		out.Errors = []AttemptError{}
@@ -112,6 +119,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		Result: result, Errors: in.Errors, CreatedAt: in.CreatedAt.UTC(), FinishedAt: in.FinishedAt.UTC(),
 		Tags: in.Tags, Meta: in.Meta,
 		Progress: in.Progress, ProgressNote: in.ProgressNote, Log: in.Log,
+		Parked: in.Parked, ParkedOn: in.ParkedOn, Steps: in.Steps,
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func filterFor(queues []string) queueFilter {
 }
 
 // leaseSet makes a job running under a fresh lease: a new generation, a
-// new token, an attempt counted. Its parameters are locked_by, leased_at,
+// new token, an attempt counted, a parked marker cleared. Its parameters are locked_by, leased_at,
 // heartbeat_at and stale_after_ms, first in every statement that uses it;
 // leased_at is also the now that lite_flow reads. Every lease statement
 // shares it, so that a lease by id is the same lease as one a worker's
@@ -78,10 +78,10 @@ func filterFor(queues []string) queueFilter {
 var leaseSet = stmt{
 	sqlite: `state = 'running', generation = generation + 1, attempts = attempts + 1,
     lease_token = ` + uuidV4SQL + `, locked_by = ?1, leased_at = ?2, heartbeat_at = ?3, stale_after_ms = ?4,
-    first_leased_at = coalesce(first_leased_at, ?2)`,
+    first_leased_at = coalesce(first_leased_at, ?2), parked = null, parked_on = null`,
 	postgres: `state = 'running', generation = generation + 1, attempts = attempts + 1,
     lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4,
-    first_leased_at = coalesce(first_leased_at, $2)`,
+    first_leased_at = coalesce(first_leased_at, $2), parked = null, parked_on = null`,
 }
 
 // leaseFlow is lite_flow for a lease: its now is leased_at (?2).

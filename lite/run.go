@@ -114,6 +114,7 @@ func (w *Worker) execute(r *run) {
 	done := &success{}
 	ctx = context.WithValue(ctx, outcomeKey{}, done)
 	ctx = context.WithValue(ctx, reportsKey{}, &r.reports)
+	ctx = withDurable(ctx, w.q, r.job.Lease(), r.cancel)
 	h := w.handler(r.job.Kind)
 	start := w.q.opts.Now()
 	var err error

@@ -28,6 +28,7 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 	l := r.job.Lease()
 	ev := Event{JobID: r.job.ID, Job: r.job, Generation: l.Generation, Elapsed: elapsed}
 	var snooze *SnoozeError
+	var park *ParkError
 	var writeErr error
 	waited := false // the write's own commit waited for Options.AfterCommit
 	switch {
@@ -52,6 +53,12 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 		ev.Kind, ev.State = EventSnoozed, StateAvailable
 		writeErr = retryBusy(ctx, func() (err error) {
 			ev.NextRunAt, err = w.q.snooze(ctx, l, snooze.Delay)
+			return err
+		})
+	case errors.As(err, &park):
+		ev.Kind, ev.State = EventParked, StateAvailable
+		writeErr = retryBusy(ctx, func() (err error) {
+			ev.NextRunAt, err = w.q.park(ctx, l, park)
 			return err
 		})
 	default:

@@ -183,7 +183,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 			rep.Done++
 		case EventFailed:
 			rep.Failed++
-		case EventSnoozed:
+		case EventSnoozed, EventParked:
 			rep.Snoozed++
 		case EventReleased:
 			rep.Released++

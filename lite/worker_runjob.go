@@ -10,7 +10,7 @@ import (
 // heartbeats, and writes the outcome as a worker in production does
 // (CommitWithAck writes and SetResult's result with the done-ack, a
 // Snooze, a failure and its backoff). It returns the event that ended
-// the run: EventDone, EventFailed, EventSnoozed, EventReleased (ctx ended
+// the run: EventDone, EventFailed, EventSnoozed, EventParked, EventReleased (ctx ended
 // first, so the handler was cancelled and the job given back) or
 // EventLeaseLost.
 //

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+// durableScript is a lite work command made of steps, a failing first
+// attempt, a sleep and an await: $D holds what it leaves behind.
+const durableScript = `set -e
+a=$(lite step a -- sh -c 'echo A >> "$D/runs"; echo a-out')
+b=$(lite step b -- sh -c 'echo B >> "$D/runs"; echo b-out')
+if [ ! -e "$D/failed" ]; then touch "$D/failed"; exit 1; fi
+lite sleep 1s
+p=$(lite await-signal go)
+echo "$a $b $p"
+`
+
+func TestAShellScriptsStepsRunOnceAcrossAttemptsSleepsAndSignals(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e cliEngine) {
+		is := is.New(t)
+		db := e.db(t)
+		dir := t.TempDir()
+		id := strings.TrimSpace(mustLite(t, db, "", "enqueue", "--max-attempts", "2", "x"))
+		w := exec.Command(liteBin, "--db", db, "work", "--", "sh", "-c", durableScript)
+		w.Env = append(os.Environ(), "D="+dir, "PATH="+filepath.Dir(liteBin)+":"+os.Getenv("PATH"))
+		is.NoErr(w.Start())
+		t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+		show := func() (j struct {
+			State    string `json:"state"`
+			Attempts int    `json:"attempts"`
+			Parked   string `json:"parked"`
+			Result   string `json:"result"`
+			Steps    []struct {
+				Name string `json:"name"`
+			} `json:"steps"`
+		}) {
+			is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "show", "--json", id)), &j))
+			return j
+		}
+		eventually(t, "the job parks awaiting its signal", func() bool { return show().Parked == "signal" })
+		mustLite(t, db, "", "signal", id, "go", "hello")
+		eventually(t, "the job is done", func() bool { return show().State == "done" })
+		j := show()
+		is.Equal(j.Result, "a-out b-out hello\n")
+		is.Equal(j.Attempts, 2) // the failed one and the last: the parks spent none
+		runs, err := os.ReadFile(filepath.Join(dir, "runs"))
+		is.NoErr(err)
+		is.Equal(string(runs), "A\nB\n") // each step's command ran once
+	})
+}

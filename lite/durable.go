@@ -1,0 +1,256 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The bounds of what a job keeps of its steps (see RunStep): a handler that
+// records steps in a loop cannot grow the file without end.
+const (
+	MaxSteps         = 1000     // steps one job may record, its sleeps' and signals' included
+	MaxStepsBytes    = 16 << 20 // bytes of results one job's steps may hold together
+	MaxStepNameBytes = 200
+)
+
+// ErrStepsFull refuses a step past a job's MaxSteps or MaxStepsBytes:
+// nothing was recorded.
+var ErrStepsFull = errors.New("the job's steps are full")
+
+// reservedStep begins the names of the records lite keeps for sleeps and
+// signals among a job's steps; a step of the handler's may not use it.
+const reservedStep = "lite:"
+
+// durableKey holds a handler's *durable in its context.
+type durableKey struct{}
+
+// durable is what RunStep, Sleep and AwaitSignal need of the run that calls
+// them: its queue and lease, a way to stop the handler once the lease is
+// found lost, and how many sleeps and awaits the run has made so far,
+// which identify them by their position (see Sleep).
+type durable struct {
+	q     *Queue
+	lease Lease
+	lost  context.CancelCauseFunc
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func withDurable(ctx context.Context, q *Queue, l Lease, lost context.CancelCauseFunc) context.Context {
+	return context.WithValue(ctx, durableKey{}, &durable{q: q, lease: l, lost: lost, calls: map[string]int{}})
+}
+
+func durableOf(ctx context.Context) (*durable, error) {
+	d, ok := ctx.Value(durableKey{}).(*durable)
+	if !ok {
+		return nil, ErrNotRunning
+	}
+	return d, nil
+}
+
+// next names the run's next call of what: "what#1", then "what#2".
+func (d *durable) next(what string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls[what]++
+	return fmt.Sprintf("%s%s#%d", reservedStep, what, d.calls[what])
+}
+
+// failed stops the handler when err says its lease is lost, as a
+// heartbeat that finds it lost does, and returns err.
+func (d *durable) failed(err error) error {
+	var lost *LeaseLostError
+	if errors.As(err, &lost) {
+		d.lost(lost)
+	}
+	return err
+}
+
+// checkStepName refuses a name that is empty, too long, or lite's own.
+func checkStepName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("step: %w: an empty name", ErrInvalid)
+	case len(name) > MaxStepNameBytes:
+		return fmt.Errorf("step: %w: a name of %d bytes (at most %d)", ErrInvalid, len(name), MaxStepNameBytes)
+	case strings.HasPrefix(name, reservedStep):
+		return fmt.Errorf("step %q: %w: names beginning %q are lite's own", name, ErrInvalid, reservedStep)
+	}
+	return nil
+}
+
+// StepRecord is one recorded step of a job: what `lite show` lists.
+type StepRecord struct {
+	Name       string
+	Generation int64 // the lease that recorded it
+	Result     []byte
+	RecordedAt time.Time
+}
+
+// stepJSON is a StepRecord in a job's JSON, its result as a job's is.
+type stepJSON struct {
+	Name         string    `json:"name"`
+	Generation   int64     `json:"generation"`
+	Result       *string   `json:"result,omitempty"`
+	ResultBase64 []byte    `json:"result_base64,omitempty"`
+	RecordedAt   time.Time `json:"recorded_at"`
+}
+
+// MarshalJSON writes the step as `lite show --json` lists it.
+func (s StepRecord) MarshalJSON() ([]byte, error) {
+	out := stepJSON{Name: s.Name, Generation: s.Generation, RecordedAt: s.RecordedAt.UTC()}
+	out.Result, out.ResultBase64 = textOrBase64(s.Result)
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (s *StepRecord) UnmarshalJSON(b []byte) error {
+	var in stepJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	result, err := fromTextOrBase64("result", in.Result, in.ResultBase64)
+	*s = StepRecord{Name: in.Name, Generation: in.Generation, Result: result, RecordedAt: in.RecordedAt.UTC()}
+	return err
+}
+
+var stepSQL = stmt{
+	sqlite:   `select generation, result, recorded_at from lite_steps where job_id = ? and name = ?`,
+	postgres: `select generation, result, recorded_at from lite_steps where job_id = $1 and name = $2`,
+}
+
+// StepResult returns the result job id recorded under name, and whether
+// it recorded one: what a later attempt, or `lite step`, reads back.
+func (q *Queue) StepResult(ctx context.Context, id int64, name string) ([]byte, bool, error) {
+	s, ok, err := q.stepOn(ctx, q.r, id, name)
+	return s.Result, ok, err
+}
+
+func (q *Queue) stepOn(ctx context.Context, c queryer, id int64, name string) (StepRecord, bool, error) {
+	s := StepRecord{Name: name}
+	var at int64
+	err := c.QueryRowContext(ctx, q.sql(stepSQL), id, name).Scan(&s.Generation, &s.Result, &at)
+	s.RecordedAt = fromMillis(at)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return s, false, nil
+	case err != nil:
+		return s, false, fmt.Errorf("read step %q of job %d: %w", name, id, classify(err))
+	}
+	return s, true, nil
+}
+
+var stepsSQL = stmt{
+	sqlite:   `select name, generation, result, recorded_at from lite_steps where job_id = ? order by recorded_at, name`,
+	postgres: `select name, generation, result, recorded_at from lite_steps where job_id = $1 order by recorded_at, name`,
+}
+
+// Steps lists the steps job id recorded, oldest first, its sleeps' and
+// signals' records (named "lite:...") among them.
+func (q *Queue) Steps(ctx context.Context, id int64) ([]StepRecord, error) {
+	rows, err := q.r.QueryContext(ctx, q.sql(stepsSQL), id)
+	if err != nil {
+		return nil, fmt.Errorf("steps of job %d: %w", id, classify(err))
+	}
+	defer rows.Close()
+	var steps []StepRecord
+	for rows.Next() {
+		var s StepRecord
+		var at int64
+		if err := rows.Scan(&s.Name, &s.Generation, &s.Result, &at); err != nil {
+			return nil, fmt.Errorf("steps of job %d: %w", id, err)
+		}
+		s.RecordedAt = fromMillis(at)
+		steps = append(steps, s)
+	}
+	return steps, rows.Err()
+}
+
+// recordStepSQL records a step under the lease, within the job's bounds;
+// a step already recorded is kept as it is (never overwritten).
+var recordStepSQL = stmt{
+	sqlite: `insert into lite_steps (job_id, name, generation, result, recorded_at)
+select id, ?1, generation, ?2, ?3 from lite_jobs
+where id = ?4 and generation = ?5 and state = 'running'
+  and (select count(*) from lite_steps where job_id = ?4) < ` + fmt.Sprint(MaxSteps) + `
+  and (select coalesce(sum(length(result)), 0) from lite_steps where job_id = ?4) + length(?2) <= ` + fmt.Sprint(MaxStepsBytes) + `
+on conflict (job_id, name) do nothing`,
+	postgres: `insert into lite_steps (job_id, name, generation, result, recorded_at)
+select id, $1, generation, $2::bytea, $3 from lite_jobs
+where id = $4 and generation = $5 and state = 'running'
+  and (select count(*) from lite_steps where job_id = $4) < ` + fmt.Sprint(MaxSteps) + `
+  and (select coalesce(sum(octet_length(result)), 0) from lite_steps where job_id = $4) + octet_length($2::bytea) <= ` + fmt.Sprint(MaxStepsBytes) + `
+on conflict (job_id, name) do nothing`,
+}
+
+var ownsSQL = stmt{
+	sqlite:   `select count(*) from lite_jobs where id = ? and generation = ? and state = 'running'`,
+	postgres: `select count(*) from lite_jobs where id = $1 and generation = $2 and state = 'running'`,
+}
+
+// recordStepOn records result under name for lease l, on c (a write's
+// connection or transaction), and returns what the job holds under name
+// afterwards: result, or the record an earlier call made, which wins.
+// With the lease lost it returns ErrLeaseLost, past the bounds
+// ErrStepsFull; nothing is written then.
+func (q *Queue) recordStepOn(ctx context.Context, c conn, l Lease, name string, result []byte) ([]byte, error) {
+	if result == nil {
+		result = []byte{} // the column holds no null
+	}
+	res, err := c.ExecContext(ctx, q.sql(recordStepSQL), name, result, q.nowOn(c).UnixMilli(), l.JobID, l.Generation)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return result, err
+	}
+	if err := q.stillOwned(ctx, c, l); err != nil {
+		return nil, err
+	}
+	s, ok, err := q.stepOn(ctx, c, l.JobID, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case ok:
+		return s.Result, nil
+	}
+	return nil, fmt.Errorf("step %q of job %d: %w (at most %d steps and %d bytes)", name, l.JobID, ErrStepsFull, MaxSteps, MaxStepsBytes)
+}
+
+// RecordStep records result as job l's step name, under lease l, unless
+// the job recorded that step already: it returns what the job holds under
+// name afterwards, and never overwrites a record. A lease that is no
+// longer current gets a *LeaseLostError (ErrLeaseLost) and writes
+// nothing. It is what RunStep does for a handler, for a process that does
+// not hold the lease itself (`lite step`).
+func (q *Queue) RecordStep(ctx context.Context, l Lease, name string, result []byte) ([]byte, error) {
+	if err := checkStepName(name); err != nil {
+		return nil, err
+	}
+	stored, err := q.recordStep(ctx, l, name, result)
+	if err != nil {
+		return nil, err
+	}
+	return stored, q.afterWrite(ctx, "record step")
+}
+
+func (q *Queue) recordStep(ctx context.Context, l Lease, name string, result []byte) ([]byte, error) {
+	if len(result) > q.opts.MaxPayloadBytes {
+		return nil, fmt.Errorf("step %q of job %d: result of %d bytes: %w (limit %d)", name, l.JobID, len(result), ErrTooLarge, q.opts.MaxPayloadBytes)
+	}
+	var stored []byte
+	err := q.write(ctx, q.sql(recordStepSQL), func(c conn) (err error) {
+		stored, err = q.recordStepOn(ctx, c, l, name, result)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record step %q: %w", name, q.explainLoss(ctx, classify(err), l))
+	}
+	return stored, nil
+}

@@ -1,0 +1,537 @@
+package lite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/liteq/lite/lite"
+	"github.com/matryer/is"
+)
+
+// durableWorker is a quiet worker whose handler for kind "d" is h.
+func durableWorker(t *testing.T, q *lite.Queue, h lite.Handler) *lite.Worker {
+	t.Helper()
+	w, err := lite.NewWorker(q, lite.WorkerOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Handle("d", h)
+	return w
+}
+
+func mustRun(t *testing.T, w *lite.Worker, id int64) lite.Event {
+	t.Helper()
+	ev, err := w.RunJob(t.Context(), id)
+	if err != nil {
+		t.Fatalf("run job %d: %v", id, err)
+	}
+	return ev
+}
+
+// staleContext leases job id, takes the lease away by a release, and
+// returns a handler context of the lost lease and whether it was told so.
+func staleContext(t *testing.T, q *lite.Queue, id int64) (context.Context, *atomic.Bool) {
+	t.Helper()
+	job := mustLeaseOne(t, q, "default")
+	if job.ID != id {
+		t.Fatalf("leased job %d, not %d", job.ID, id)
+	}
+	if _, err := q.ReleaseUnowned(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	told := &atomic.Bool{}
+	return lite.HandlerContext(t.Context(), q, job.Lease(), func(err error) { told.Store(errors.Is(err, lite.ErrLeaseLost)) }), told
+}
+
+func TestRunStepRunsOncePerJob(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("a retry after a later step failed gets the first step's record", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d", MaxAttempts: 3})
+			var runs, attempts int
+			w := durableWorker(t, q, func(ctx context.Context, job *lite.Job) error {
+				attempts++
+				got, err := lite.RunStep(ctx, "charge", func(context.Context) (string, error) {
+					runs++
+					return "receipt-1", nil
+				})
+				if err != nil {
+					return err
+				}
+				is.Equal(got, "receipt-1") // the record, on every attempt
+				if attempts == 1 {
+					return errors.New("the mail server is down")
+				}
+				return nil
+			})
+			is.Equal(mustRun(t, w, id).Kind, lite.EventFailed)
+			is.Equal(mustRun(t, w, id).Kind, lite.EventDone)
+			is.Equal(runs, 1)
+			steps, err := q.Steps(t.Context(), id)
+			is.NoErr(err)
+			is.Equal(len(steps), 1)
+			is.Equal(steps[0].Generation, int64(1)) // the first lease recorded it
+			is.Equal(string(steps[0].Result), `"receipt-1"`)
+		})
+		t.Run("a reclaim, a release and a new queue on the same file get the record", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, dsn := e.mustOpen(t, clock)
+			mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			var runs int
+			step := func(ctx context.Context) (int, error) {
+				return lite.RunStep(ctx, "s", func(context.Context) (int, error) { runs++; return 42, nil })
+			}
+			job := mustLeaseOne(t, q, "default")
+			v, err := step(lite.HandlerContext(t.Context(), q, job.Lease(), func(error) {}))
+			is.NoErr(err)
+			is.Equal(v, 42)
+			clock.Advance(time.Hour) // the lease lapses
+			_, err = q.ReclaimOrphaned(t.Context())
+			is.NoErr(err)
+			job = mustLeaseOne(t, q, "default")
+			v, err = step(lite.HandlerContext(t.Context(), q, job.Lease(), func(error) {}))
+			is.NoErr(err)
+			is.Equal(v, 42)
+			is.NoErr(q.Release(t.Context(), job.Lease()))
+			q.Close()
+			q2 := e.reopen(t, dsn, clock)
+			job = mustLeaseOne(t, q2, "default")
+			v, err = step(lite.HandlerContext(t.Context(), q2, job.Lease(), func(error) {}))
+			is.NoErr(err)
+			is.Equal(v, 42)
+			is.Equal(runs, 1)
+		})
+		t.Run("a step's error is the attempt's, and a permanent one buries the job", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d", MaxAttempts: 5})
+			w := durableWorker(t, q, func(ctx context.Context, job *lite.Job) error {
+				_, err := lite.RunStep(ctx, "s", func(context.Context) (int, error) { return 0, lite.Permanent(errors.New("card declined")) })
+				return err
+			})
+			is.Equal(mustRun(t, w, id).Kind, lite.EventFailed)
+			is.Equal(mustGet(t, q, id).State, lite.StateDead)
+			is.Equal(stepsOf(t, q, id), 0) // a failed step records nothing
+		})
+		t.Run("a name of lite's own is refused", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			ctx := lite.HandlerContext(t.Context(), q, job.Lease(), func(error) {})
+			_, err := lite.RunStep(ctx, "lite:sleep#1", func(context.Context) (int, error) { return 1, nil })
+			is.True(errors.Is(err, lite.ErrInvalid))
+		})
+		t.Run("outside a handler it is refused", func(t *testing.T) {
+			is := is.New(t)
+			_, err := lite.RunStep(t.Context(), "s", func(context.Context) (int, error) { return 1, nil })
+			is.True(errors.Is(err, lite.ErrNotRunning))
+		})
+	})
+}
+
+func TestAStaleLeaseRecordsNothing(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("a step from a released lease runs but records nothing", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			ctx, told := staleContext(t, q, id)
+			_, err := lite.RunStep(ctx, "s", func(context.Context) (int, error) { return 1, nil })
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			is.True(told.Load()) // the handler's context is cancelled
+			is.Equal(stepsOf(t, q, id), 0)
+		})
+		t.Run("a step after its own lease's ack records nothing", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			is.NoErr(q.AckDone(t.Context(), job.Lease(), nil))
+			_, err := q.RecordStep(t.Context(), job.Lease(), "s", []byte("1"))
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			_, ok, err := q.StepResult(t.Context(), id, "s")
+			is.NoErr(err)
+			is.True(!ok)
+		})
+		t.Run("a park after its own lease's ack changes nothing", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			is.NoErr(q.AckDone(t.Context(), job.Lease(), nil))
+			err := lite.Park(t.Context(), q, job.Lease(), &lite.ParkError{Until: time.Now().Add(time.Hour), Reason: lite.ParkedSleep})
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			is.Equal(mustGet(t, q, id).State, lite.StateDone)
+		})
+		t.Run("a stale step never overwrites a newer record", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			old := mustLeaseOne(t, q, "default")
+			is.NoErr(q.Release(t.Context(), old.Lease()))
+			current := mustLeaseOne(t, q, "default")
+			_, err := q.RecordStep(t.Context(), current.Lease(), "s", []byte(`"new"`))
+			is.NoErr(err)
+			_, err = q.RecordStep(t.Context(), old.Lease(), "s", []byte(`"stale"`))
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			got, ok, err := q.StepResult(t.Context(), id, "s")
+			is.NoErr(err)
+			is.True(ok)
+			is.Equal(string(got), `"new"`)
+		})
+		t.Run("a stale lease records no step while a newer lease runs the job", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			old := mustLeaseOne(t, q, "default")
+			is.NoErr(q.Release(t.Context(), old.Lease()))
+			mustLeaseOne(t, q, "default")
+			_, err := q.RecordStep(t.Context(), old.Lease(), "s", []byte(`"stale"`))
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			_, ok, err := q.StepResult(t.Context(), id, "s")
+			is.NoErr(err)
+			is.True(!ok)
+		})
+		t.Run("a stale RunStepTx rolls its rows back", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			_, err := q.DB().ExecContext(t.Context(), `create table notes (body text)`)
+			is.NoErr(err)
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			ctx, _ := staleContext(t, q, id)
+			_, err = lite.RunStepTx(ctx, "s", func(ctx context.Context, tx *sql.Tx) (int, error) {
+				_, err := tx.ExecContext(ctx, `insert into notes values ('stale')`)
+				return 1, err
+			})
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			var n int
+			is.NoErr(q.DB().QueryRowContext(t.Context(), `select count(*) from notes`).Scan(&n))
+			is.Equal(n, 0) // the app's row went with the step
+		})
+		t.Run("a stale sleep records no checkpoint", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			ctx, _ := staleContext(t, q, id)
+			is.True(errors.Is(lite.Sleep(ctx, time.Hour), lite.ErrLeaseLost))
+			is.Equal(stepsOf(t, q, id), 0)
+		})
+		t.Run("a stale park changes nothing", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			old := mustLeaseOne(t, q, "default")
+			is.NoErr(q.Release(t.Context(), old.Lease()))
+			current := mustLeaseOne(t, q, "default")
+			err := lite.Park(t.Context(), q, old.Lease(), &lite.ParkError{Until: time.Now().Add(time.Hour), Reason: lite.ParkedSleep})
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			j := mustGet(t, q, id)
+			is.Equal(j.State, lite.StateRunning)
+			is.Equal(j.Generation, current.Generation)
+			is.Equal(j.Parked, "")
+		})
+		t.Run("a stale await consumes no signal", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			is.NoErr(q.Signal(t.Context(), id, "approved", []byte("yes")))
+			ctx, _ := staleContext(t, q, id)
+			_, err := lite.AwaitSignal(ctx, "approved", 0)
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			job := mustLeaseOne(t, q, "default")
+			got, err := lite.AwaitSignal(lite.HandlerContext(t.Context(), q, job.Lease(), func(error) {}), "approved", 0)
+			is.NoErr(err)
+			is.Equal(string(got), "yes") // still there for the current lease
+		})
+	})
+}
+
+func TestRunStepTxCommitsTheAppsRowsWithTheRecord(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		_, err := q.DB().ExecContext(t.Context(), `create table notes (body text)`)
+		is.NoErr(err)
+		id := mustEnqueue(t, q, lite.NewJob{Kind: "d", MaxAttempts: 3})
+		attempts := 0
+		w := durableWorker(t, q, func(ctx context.Context, job *lite.Job) error {
+			attempts++
+			_, err := lite.RunStepTx(ctx, "note", func(ctx context.Context, tx *sql.Tx) (int, error) {
+				_, err := tx.ExecContext(ctx, `insert into notes values ('once')`)
+				return 1, err
+			})
+			if err == nil && attempts == 1 {
+				return errors.New("later trouble")
+			}
+			return err
+		})
+		is.Equal(mustRun(t, w, id).Kind, lite.EventFailed)
+		is.Equal(mustRun(t, w, id).Kind, lite.EventDone)
+		var n int
+		is.NoErr(q.DB().QueryRowContext(t.Context(), `select count(*) from notes`).Scan(&n))
+		is.Equal(n, 1)
+	})
+}
+
+func TestStepsAreBounded(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("in count", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			// All but the last step in one statement: a thousand writes
+			// of their own take minutes under the race detector.
+			_, err := q.DB().ExecContext(t.Context(), q.Rebind(`with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
+insert into lite_steps (job_id, name, generation, result, recorded_at) select ?, 'seed ' || i, 1, ?, 0 from n`),
+				lite.MaxSteps-1, id, []byte{})
+			is.NoErr(err)
+			_, err = q.RecordStep(t.Context(), job.Lease(), "the last", nil)
+			is.NoErr(err)
+			_, err = q.RecordStep(t.Context(), job.Lease(), "one more", nil)
+			is.True(errors.Is(err, lite.ErrStepsFull))
+			is.Equal(stepsOf(t, q, id), lite.MaxSteps)
+		})
+		t.Run("in bytes", func(t *testing.T) { testStepBytesBound(t, e) })
+	})
+}
+
+// testStepBytesBound fills a job's steps with results as large as a
+// step takes until they are over MaxStepsBytes.
+func testStepBytesBound(t *testing.T, e testEngine) {
+	is := is.New(t)
+	q, _ := e.mustOpen(t, newFakeClock())
+	id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+	job := mustLeaseOne(t, q, "default")
+	big := make([]byte, lite.DefaultMaxPayloadBytes)
+	var err error
+	n := 0
+	for ; n < lite.MaxStepsBytes/len(big)+1 && err == nil; n++ {
+		_, err = q.RecordStep(t.Context(), job.Lease(), "s"+string(rune('a'+n)), big)
+	}
+	is.True(errors.Is(err, lite.ErrStepsFull))
+	is.Equal(n, lite.MaxStepsBytes/len(big)+1) // the one past the bytes
+	steps, err := q.Steps(t.Context(), id)
+	is.NoErr(err)
+	is.Equal(len(steps), lite.MaxStepsBytes/len(big))
+}
+
+func TestSleepParksTheJob(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		id := mustEnqueue(t, q, lite.NewJob{Kind: "d", MaxAttempts: 1})
+		var before, after int
+		w := durableWorker(t, q, func(ctx context.Context, job *lite.Job) error {
+			if _, err := lite.RunStep(ctx, "before", func(context.Context) (int, error) { before++; return 1, nil }); err != nil {
+				return err
+			}
+			if err := lite.Sleep(ctx, time.Hour); err != nil {
+				return err
+			}
+			after++
+			return nil
+		})
+		w.Handle("other", func(context.Context, *lite.Job) error { return nil })
+		ev := mustRun(t, w, id)
+		is.Equal(ev.Kind, lite.EventParked)
+		is.True(ev.NextRunAt.Equal(clock.Now().Add(time.Hour)))
+		j := mustGet(t, q, id)
+		is.Equal(j.State, lite.StateAvailable)
+		is.Equal(j.Parked, lite.ParkedSleep)
+		sleeping, err := q.List(t.Context(), lite.ListFilter{Parked: lite.ParkedSleep})
+		is.NoErr(err)
+		is.Equal(len(sleeping), 1) // listed as sleeping
+		awaiting, err := q.List(t.Context(), lite.ListFilter{Parked: lite.ParkedSignal})
+		is.NoErr(err)
+		is.Equal(len(awaiting), 0)
+		is.Equal(j.Attempts, 0) // no attempt spent: MaxAttempts 1 still runs it
+		other := mustEnqueue(t, q, lite.NewJob{Kind: "other"})
+		rep, err := w.RunOnce(t.Context()) // the slot is free: the other job runs, the sleeper does not
+		is.NoErr(err)
+		is.Equal(rep.Done, 1)
+		is.Equal(mustGet(t, q, other).State, lite.StateDone)
+		clock.Advance(time.Hour)
+		rep, err = w.RunOnce(t.Context())
+		is.NoErr(err)
+		is.Equal(rep.Done, 1)
+		is.Equal(mustGet(t, q, id).State, lite.StateDone)
+		is.Equal(mustGet(t, q, id).Parked, "") // its lease cleared the marker
+		is.Equal(before, 1)
+		is.Equal(after, 1)
+	})
+}
+
+func TestSignals(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		awaiter := func(got *[]string) lite.Handler {
+			return func(ctx context.Context, job *lite.Job) error {
+				p, err := lite.AwaitSignal(ctx, "approved", time.Hour)
+				switch {
+				case errors.Is(err, lite.ErrSignalTimeout):
+					*got = append(*got, "timeout")
+					return nil
+				case err != nil:
+					return err
+				}
+				*got = append(*got, string(p))
+				return nil
+			}
+		}
+		t.Run("a signal sent before the wait is kept", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			is.NoErr(q.Signal(t.Context(), id, "approved", []byte("by ada")))
+			var got []string
+			w := durableWorker(t, q, awaiter(&got))
+			is.Equal(mustRun(t, w, id).Kind, lite.EventDone)
+			is.Equal(got, []string{"by ada"})
+		})
+		t.Run("a signal after the wait wakes the parked job", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			var got []string
+			w := durableWorker(t, q, awaiter(&got))
+			is.Equal(mustRun(t, w, id).Kind, lite.EventParked)
+			j := mustGet(t, q, id)
+			is.Equal(j.Parked, lite.ParkedSignal)
+			is.Equal(j.ParkedOn, "approved")
+			rep, err := w.RunOnce(t.Context())
+			is.NoErr(err)
+			is.Equal(rep.Leased, 0) // not due before its signal
+			is.NoErr(q.Signal(t.Context(), id, "approved", []byte("by bob")))
+			is.Equal(mustGet(t, q, id).Parked, "")
+			rep, err = w.RunOnce(t.Context())
+			is.NoErr(err)
+			is.Equal(rep.Done, 1)
+			is.Equal(got, []string{"by bob"})
+		})
+		t.Run("a signal between the await and its park wakes the job at once", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			_, err := lite.AwaitSignal(lite.HandlerContext(t.Context(), q, job.Lease(), func(error) {}), "approved", 0)
+			var p *lite.ParkError
+			is.True(errors.As(err, &p))
+			is.NoErr(q.Signal(t.Context(), id, "approved", []byte("just in time")))
+			is.NoErr(lite.Park(t.Context(), q, job.Lease(), p))
+			j := mustGet(t, q, id)
+			is.Equal(j.Parked, "")         // not parked: its signal is there
+			is.True(j.RunAt.Year() < 9999) // due now, not never
+		})
+		t.Run("a signal of another name does not wake it", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			var got []string
+			w := durableWorker(t, q, awaiter(&got))
+			is.Equal(mustRun(t, w, id).Kind, lite.EventParked)
+			is.NoErr(q.Signal(t.Context(), id, "rejected", nil))
+			is.Equal(mustGet(t, q, id).Parked, lite.ParkedSignal)
+		})
+		t.Run("the timeout passes with no signal", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			var got []string
+			w := durableWorker(t, q, awaiter(&got))
+			is.Equal(mustRun(t, w, id).Kind, lite.EventParked)
+			clock.Advance(time.Hour)
+			rep, err := w.RunOnce(t.Context())
+			is.NoErr(err)
+			is.Equal(rep.Done, 1)
+			is.Equal(got, []string{"timeout"})
+		})
+		t.Run("a finished or missing job is refused", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			is.NoErr(q.Cancel(t.Context(), id))
+			is.True(errors.Is(q.Signal(t.Context(), id, "approved", nil), lite.ErrInvalidState))
+			is.True(errors.Is(q.Signal(t.Context(), id+100, "approved", nil), lite.ErrNotFound))
+		})
+		t.Run("one signal is consumed once by two concurrent awaits", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			is.NoErr(q.Signal(t.Context(), id, "approved", []byte("once")))
+			job := mustLeaseOne(t, q, "default")
+			ctx := lite.HandlerContext(t.Context(), q, job.Lease(), func(error) {})
+			var wg sync.WaitGroup
+			var payloads, parked atomic.Int32
+			for range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := lite.AwaitSignal(ctx, "approved", 0)
+					switch {
+					case err == nil:
+						payloads.Add(1)
+					case errors.Is(err, lite.ErrParked):
+						parked.Add(1)
+					default:
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			is.Equal(payloads.Load(), int32(1))
+			is.Equal(parked.Load(), int32(1))
+		})
+	})
+}
+
+// reopen opens dsn again, as a restarted process does.
+func (e testEngine) reopen(t *testing.T, dsn string, clock *fakeClock) *lite.Queue {
+	t.Helper()
+	q, err := lite.Open(t.Context(), dsn, lite.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
+func TestAJobsStepsAndSignalsGoWithIt(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+		is.NoErr(q.Signal(t.Context(), id, "unread", []byte("x")))
+		job := mustLeaseOne(t, q, "default")
+		_, err := q.RecordStep(t.Context(), job.Lease(), "s", []byte("1"))
+		is.NoErr(err)
+		is.NoErr(q.AckDone(t.Context(), job.Lease(), nil))
+		n, err := q.Purge(t.Context(), clock.Now().Add(time.Hour))
+		is.NoErr(err)
+		is.Equal(n, int64(1))
+		var left int
+		is.NoErr(q.DB().QueryRowContext(t.Context(), `select (select count(*) from lite_steps) + (select count(*) from lite_signals)`).Scan(&left))
+		is.Equal(left, 0) // deleted with the job (on delete cascade)
+	})
+}
+
+// stepsOf is how many steps job id recorded.
+func stepsOf(t *testing.T, q *lite.Queue, id int64) int {
+	t.Helper()
+	steps, err := q.Steps(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(steps)
+}

@@ -1,0 +1,163 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrParked is what a handler returns, wrapped in a *ParkError, when Sleep
+// or AwaitSignal parked its job: return it as it is.
+var ErrParked = errors.New("parked")
+
+// The reasons a job is parked: Job.Parked.
+const (
+	ParkedSleep  = "sleep"  // until its Sleep's time
+	ParkedSignal = "signal" // until a signal of the name Job.ParkedOn comes, or its timeout
+)
+
+// ParkError is the error Sleep and AwaitSignal return when the job must
+// wait: a handler returns it (wrapped or not), and its worker parks the
+// job, available again at Until, without spending an attempt and holding
+// no slot meanwhile.
+type ParkError struct {
+	Until  time.Time
+	Reason string // ParkedSleep or ParkedSignal
+	Signal string // the awaited signal's name
+}
+
+func (p *ParkError) Error() string {
+	if p.Reason == ParkedSignal {
+		return fmt.Sprintf("parked awaiting signal %q", p.Signal)
+	}
+	return fmt.Sprintf("parked until %s", p.Until.UTC().Format(time.RFC3339Nano))
+}
+
+// Unwrap makes errors.Is(err, ErrParked) hold.
+func (p *ParkError) Unwrap() error { return ErrParked }
+
+// never is the wake time of a job that awaits a signal with no timeout:
+// the last millisecond of year 9999, far beyond any real run_at.
+var never = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+
+// Sleep parks the job for d: the first time the run gets here it records
+// the wake time and returns a *ParkError, which the handler returns:
+//
+//	if err := lite.Sleep(ctx, time.Hour); err != nil {
+//		return err
+//	}
+//
+// The job is then available again at the wake time, under a new
+// generation, with no attempt spent and no slot held. The run that comes
+// back passes the same Sleep at once (its RunSteps return their records).
+// A run's sleeps are told apart by their order in it: the first Sleep is
+// always the first. Code that adds or removes a Sleep before another one
+// between attempts moves that one's record to it.
+func Sleep(ctx context.Context, d time.Duration) error {
+	dur, err := durableOf(ctx)
+	if err != nil {
+		return fmt.Errorf("sleep: %w", err)
+	}
+	return dur.sleep(ctx, dur.next("sleep"), func(now time.Time) time.Time { return now.Add(d) })
+}
+
+// SleepUntil is Sleep until t.
+func SleepUntil(ctx context.Context, t time.Time) error {
+	dur, err := durableOf(ctx)
+	if err != nil {
+		return fmt.Errorf("sleep: %w", err)
+	}
+	return dur.sleep(ctx, dur.next("sleep"), func(time.Time) time.Time { return t })
+}
+
+// sleep records the wake time under name, the first time, and parks the
+// job until it passed.
+func (d *durable) sleep(ctx context.Context, name string, wake func(now time.Time) time.Time) error {
+	until, err := d.checkpoint(ctx, name, wake(d.q.opts.Now()))
+	if err != nil {
+		return fmt.Errorf("sleep: %w", err)
+	}
+	if !d.q.opts.Now().Before(until) {
+		return nil
+	}
+	return &ParkError{Until: until, Reason: ParkedSleep}
+}
+
+// checkpoint records t under name unless a time is recorded there
+// already, and returns the recorded one.
+func (d *durable) checkpoint(ctx context.Context, name string, t time.Time) (time.Time, error) {
+	b, ok, err := d.q.StepResult(ctx, d.lease.JobID, name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !ok {
+		if b, err = d.q.recordStep(ctx, d.lease, name, fmt.Appendf(nil, "%d", t.UnixMilli())); err != nil {
+			return time.Time{}, d.failed(err)
+		}
+	}
+	var ms int64
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return time.Time{}, fmt.Errorf("checkpoint %q: %w", name, err)
+	}
+	return fromMillis(ms), nil
+}
+
+// parkLockSQL takes the job's row before a park (on PostgreSQL, locking
+// it, so that a Signal that locked it first has committed when this
+// looks for its signal), and says whether a signal of the awaited name
+// waits unconsumed. The guard is parkSQL's.
+var parkLockSQL = stmt{
+	sqlite: `select exists (select 1 from lite_signals where job_id = ?1 and name = ?2 and consumed_at is null)
+from lite_jobs where id = ?1`,
+	postgres: `select exists (select 1 from lite_signals where job_id = $1 and name = $2 and consumed_at is null)
+from lite_jobs where id = $1 for update`,
+}
+
+// parkSQL gives a lease back as Snooze does, no attempt spent, with the
+// job's parked marker set.
+var parkSQL = stmt{
+	sqlite: `update lite_jobs set ` + releaseSet + `, run_at = ?, parked = ?, parked_on = ?
+where id = ? and generation = ? and state = 'running'`,
+	postgres: `update lite_jobs set ` + releaseSet + `, run_at = $1, parked = $2, parked_on = $3
+where id = $4 and generation = $5 and state = 'running'`,
+}
+
+// park parks the leased job as p asks, and returns when it runs again. A
+// job awaiting a signal that came meanwhile is available at once, its
+// marker cleared: the signal is there to consume.
+func (q *Queue) park(ctx context.Context, l Lease, p *ParkError) (time.Time, error) {
+	var runAt int64
+	err := q.writeTx(ctx, q.sql(parkSQL), func(tx txConn) error {
+		var signalled bool
+		err := tx.QueryRowContext(ctx, q.sql(parkLockSQL), l.JobID, p.Signal).Scan(&signalled)
+		if err != nil {
+			return ownedRow(err, l)
+		}
+		runAt = p.Until.UnixMilli()
+		var reason, on any = p.Reason, nil
+		if p.Reason == ParkedSignal {
+			on = p.Signal
+		}
+		if signalled {
+			runAt, reason, on = q.nowOn(tx).UnixMilli(), nil, nil
+		}
+		res, err := tx.ExecContext(ctx, q.sql(parkSQL), runAt, reason, on, l.JobID, l.Generation)
+		return checkOwned(res, err, l)
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("park: %w", q.explainLoss(ctx, classify(err), l))
+	}
+	q.notify()
+	return fromMillis(runAt), nil
+}
+
+// ownedRow turns the missing row of a job's read into ErrLeaseLost.
+func ownedRow(err error, l Lease) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return leaseLost(l)
+	}
+	return err
+}

@@ -1,0 +1,197 @@
+package lite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrSignalTimeout is what AwaitSignal returns when its timeout passed
+// with no signal: the handler decides what that means.
+var ErrSignalTimeout = errors.New("no signal before the timeout")
+
+// signalTargetSQL takes the job's row (on PostgreSQL, locking it: see
+// parkLockSQL) and reads its state.
+var signalTargetSQL = stmt{
+	sqlite:   `select state from lite_jobs where id = ?`,
+	postgres: `select state from lite_jobs where id = $1 for update`,
+}
+
+var insertSignalSQL = stmt{
+	sqlite:   `insert into lite_signals (job_id, name, payload, sent_at) values (?, ?, ?, ?)`,
+	postgres: `insert into lite_signals (job_id, name, payload, sent_at) values ($1, $2, $3, $4)`,
+}
+
+// wakeSignalledSQL makes a job parked awaiting the signal available now.
+var wakeSignalledSQL = stmt{
+	sqlite: `update lite_jobs set run_at = ?, parked = null, parked_on = null
+where id = ? and state = 'available' and parked = 'signal' and parked_on = ?`,
+	postgres: `update lite_jobs set run_at = $1, parked = null, parked_on = null
+where id = $2 and state = 'available' and parked = 'signal' and parked_on = $3`,
+}
+
+// Signal sends job id the signal name with payload. It is kept until the
+// job's AwaitSignal of that name consumes it, each signal once, in the
+// order sent; a job parked awaiting it is available at once, and a
+// worker's wake-ups start it. A signal sent before the job awaits it is
+// kept all the same. A missing job is ErrNotFound; a finished one
+// ErrInvalidState. The payload is at most Options.MaxPayloadBytes.
+func (q *Queue) Signal(ctx context.Context, id int64, name string, payload []byte) error {
+	switch {
+	case name == "" || len(name) > MaxStepNameBytes:
+		return fmt.Errorf("signal job %d: %w: a signal's name has 1 to %d bytes", id, ErrInvalid, MaxStepNameBytes)
+	case len(payload) > q.opts.MaxPayloadBytes:
+		return fmt.Errorf("signal job %d: payload of %d bytes: %w (limit %d)", id, len(payload), ErrTooLarge, q.opts.MaxPayloadBytes)
+	case payload == nil:
+		payload = []byte{}
+	}
+	err := q.writeTx(ctx, q.sql(insertSignalSQL), func(tx txConn) error {
+		var state State
+		if err := tx.QueryRowContext(ctx, q.sql(signalTargetSQL), id).Scan(&state); errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		if state.Finished() {
+			return fmt.Errorf("%w: the job is %s", ErrInvalidState, state)
+		}
+		now := q.nowOn(tx).UnixMilli()
+		if _, err := tx.ExecContext(ctx, q.sql(insertSignalSQL), id, name, payload, now); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, q.sql(wakeSignalledSQL), now, id, name)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("signal job %d: %w", id, classify(err))
+	}
+	q.notify()
+	return q.afterWrite(ctx, fmt.Sprintf("signal job %d", id))
+}
+
+// consumeSignalSQL consumes the oldest unconsumed signal of the name. Its
+// fence is the step that records what it consumed, in its transaction
+// (see consumeSignal): only the current lease records it, so only the
+// current lease's consumption commits.
+var consumeSignalSQL = stmt{
+	sqlite: `update lite_signals set consumed_by_generation = ?2, consumed_at = ?4
+where id = (select id from lite_signals where job_id = ?1 and name = ?3 and consumed_at is null order by id limit 1)
+  and consumed_at is null
+returning payload`,
+	postgres: `update lite_signals set consumed_by_generation = $2, consumed_at = $4
+where id = (select id from lite_signals where job_id = $1 and name = $3 and consumed_at is null order by id limit 1)
+  and consumed_at is null
+returning payload`,
+}
+
+// awaited is an AwaitSignal's record: the payload it consumed, or that
+// its timeout passed.
+type awaited struct {
+	Payload  []byte `json:"payload,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+}
+
+// AwaitSignal returns the payload of a signal name sent to the job (see
+// Queue.Signal): one sent already, before the wait began or while the
+// job was parked, is consumed at once; otherwise the job parks until one
+// comes or timeout passes (0: no timeout), and AwaitSignal returns a
+// *ParkError the handler returns, as Sleep's. The run that comes back
+// gets here again and consumes it. What an await got is recorded with
+// the job's steps, so every later attempt gets the same payload, or
+// ErrSignalTimeout once the timeout passed with none. A run's awaits of
+// one name are told apart by their order, as its sleeps are.
+//
+// Consuming is an owner write: a stale lease consumes nothing and gets
+// ErrLeaseLost.
+func AwaitSignal(ctx context.Context, name string, timeout time.Duration) ([]byte, error) {
+	d, err := durableOf(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("await signal %q: %w", name, err)
+	}
+	p, err := d.await(ctx, name, d.next("signal:"+name), timeout)
+	if err != nil {
+		return nil, fmt.Errorf("await signal %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// await is AwaitSignal's, its checkpoint named at.
+func (d *durable) await(ctx context.Context, name, at string, timeout time.Duration) ([]byte, error) {
+	outcome := at + ":got"
+	if b, ok, err := d.q.StepResult(ctx, d.lease.JobID, outcome); err != nil || ok {
+		return decodeAwaited(b, err)
+	}
+	b, got, err := d.q.consumeSignal(ctx, d.lease, name, outcome)
+	if err != nil || got {
+		return decodeAwaited(b, d.failed(err))
+	}
+	deadline := never
+	if timeout > 0 {
+		deadline = d.q.opts.Now().Add(timeout)
+	}
+	until, err := d.checkpoint(ctx, at, deadline)
+	if err != nil {
+		return nil, err
+	}
+	if d.q.opts.Now().Before(until) {
+		return nil, &ParkError{Until: until, Reason: ParkedSignal, Signal: name}
+	}
+	timedOut, _ := json.Marshal(awaited{TimedOut: true})
+	b, err = d.q.recordStep(ctx, d.lease, outcome, timedOut)
+	return decodeAwaited(b, d.failed(err))
+}
+
+// consumeSignal consumes the job's oldest unconsumed signal name and
+// records its payload as the step outcome, in one transaction under
+// lease l; got is false when no signal waits.
+func (q *Queue) consumeSignal(ctx context.Context, l Lease, name, outcome string) (record []byte, got bool, err error) {
+	err = q.writeTx(ctx, q.sql(consumeSignalSQL), func(tx txConn) error {
+		var payload []byte
+		err := tx.QueryRowContext(ctx, q.sql(consumeSignalSQL), l.JobID, l.Generation, name, q.nowOn(tx).UnixMilli()).Scan(&payload)
+		if errors.Is(err, sql.ErrNoRows) {
+			return q.stillOwned(ctx, tx, l)
+		} else if err != nil {
+			return err
+		}
+		b, _ := json.Marshal(awaited{Payload: payload}) // bytes always marshal
+		record, err = q.recordStepOn(ctx, tx, l, outcome, b)
+		got = err == nil
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("consume: %w", q.explainLoss(ctx, classify(err), l))
+	}
+	return record, got, nil
+}
+
+// stillOwned returns ErrLeaseLost unless l is the job's current lease.
+func (q *Queue) stillOwned(ctx context.Context, c conn, l Lease) error {
+	var owned int
+	if err := c.QueryRowContext(ctx, q.sql(ownsSQL), l.JobID, l.Generation).Scan(&owned); err != nil {
+		return err
+	}
+	if owned == 0 {
+		return leaseLost(l)
+	}
+	return nil
+}
+
+func decodeAwaited(b []byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	var a awaited
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("its record does not decode: %w", err)
+	}
+	if a.TimedOut {
+		return nil, ErrSignalTimeout
+	}
+	if a.Payload == nil {
+		a.Payload = []byte{}
+	}
+	return a.Payload, nil
+}
