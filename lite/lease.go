@@ -663,11 +663,13 @@ returning lite_jobs.id, lite_jobs.generation`,
 
 // ranAt is the time a PostgreSQL statement's row is written, now being
 // the parameter read just before the statement was sent: now plus how
-// long the statement has run, on the server's own clock, so that the
-// time stored comes after any wait for a lock the statement took before
-// it (see renewSQL).
+// long the statement has run, on the server's own clock, when that is
+// more than shortWait, so that the time stored comes after a wait for a
+// lock the statement took before it (see renewSQL). A shorter run is
+// left out, as SQLite's waits are (see Queue.noteWait).
 func ranAt(now string) string {
-	return `(` + now + ` + (extract(epoch from clock_timestamp() - statement_timestamp()) * 1000)::bigint)`
+	return `(` + now + ` + (select case when ran > ` + strconv.FormatInt(shortWait.Milliseconds(), 10) + ` then ran else 0 end
+    from (select (extract(epoch from clock_timestamp() - statement_timestamp()) * 1000)::bigint as ran) as r))`
 }
 
 // Renew records a heartbeat for each lease in one statement. The result

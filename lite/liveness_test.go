@@ -212,12 +212,15 @@ func lockWaitOnAServer(t *testing.T, e testEngine, h holder) {
 	is.Equal(len(r), 1) // why: the job and its worker both went silent: the owner is dead
 }
 
-// waitForRowWaiter returns once a statement on the server waits for a lock.
+// waitForRowWaiter returns once a statement on the server waits for a
+// session that holds a lock on q's lite_jobs (the server is shared: other
+// tests' waits do not count).
 func waitForRowWaiter(t *testing.T, q *lite.Queue) {
 	t.Helper()
 	for range 1000 {
 		var waiting int
-		if err := q.DB().QueryRowContext(t.Context(), `select count(*) from pg_locks where not granted`).Scan(&waiting); err != nil {
+		if err := q.DB().QueryRowContext(t.Context(), `select count(*) from pg_locks w where not w.granted and exists (
+    select from pg_locks h where h.granted and h.relation = 'lite_jobs'::regclass and h.pid = any(pg_blocking_pids(w.pid)))`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting > 0 {
@@ -303,13 +306,21 @@ func TestAHeartbeatThatWaitedRecordsWhenItLanded(t *testing.T) {
 func TestAWorkersRowKeepsItsJobsAlive(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		const staleAfter = 3 * time.Second
+		// silentJob is a job whose own heartbeat lapsed while its
+		// worker's row beat on.
+		silentJob := func(t *testing.T) (clock *fakeClock, reclaimer *lite.Queue, row *lite.WorkerRow) {
+			clock = newFakeClock()
+			_, reclaimer, _, row, _ = ownerOf(t, e, clock, clock.Now, staleAfter)
+			clock.Advance(2 * staleAfter)
+			if err := row.Seen(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			return clock, reclaimer, row
+		}
 		t.Run("a job whose worker beats is not taken, and is once the worker stops", func(t *testing.T) {
 			is := is.New(t)
 			ctx := t.Context()
-			clock := newFakeClock()
-			_, reclaimer, _, row, _ := ownerOf(t, e, clock, clock.Now, staleAfter)
-			clock.Advance(2 * staleAfter)
-			is.NoErr(row.Seen(ctx))
+			clock, reclaimer, _ := silentJob(t)
 			r, err := reclaimer.ReclaimOrphaned(ctx)
 			is.NoErr(err)
 			is.Equal(len(r), 0) // why: its worker beat within its promise
@@ -320,12 +331,8 @@ func TestAWorkersRowKeepsItsJobsAlive(t *testing.T) {
 		})
 		t.Run("a job of the reclaiming worker's own that it does not hold is taken", func(t *testing.T) {
 			is := is.New(t)
-			ctx := t.Context()
-			clock := newFakeClock()
-			_, reclaimer, _, row, _ := ownerOf(t, e, clock, clock.Now, staleAfter)
-			clock.Advance(2 * staleAfter)
-			is.NoErr(row.Seen(ctx))
-			r, err := lite.ReclaimAs(ctx, reclaimer, row)
+			_, reclaimer, row := silentJob(t)
+			r, err := lite.ReclaimAs(t.Context(), reclaimer, row)
 			is.NoErr(err)
 			is.Equal(len(r), 1) // why: its row is alive, but it runs no such lease (one whose answer it lost)
 		})
