@@ -29,7 +29,7 @@ CREATE TABLE lite_jobs (
     created_at   integer not null,
     finished_at  integer
 , stale_after_ms integer, tags text not null default '[]', meta text not null default '{}', progress text, progress_note text, log_tail text, deps_pending integer not null default 0, has_dependents integer not null default 0, on_dep_failure text not null default 'cancel'
-    check (on_dep_failure in ('cancel', 'run', 'block')), callback text, batch_id integer, expires_at integer, job_key text, unique_hold text check (unique_hold in ('period', 'started', 'finished')), first_leased_at integer, parked text check (parked in ('sleep', 'signal', 'children')), parked_on text) strict;
+    check (on_dep_failure in ('cancel', 'run', 'block')), callback text, batch_id integer, expires_at integer, job_key text, unique_hold text check (unique_hold in ('period', 'started', 'finished')), first_leased_at integer, parked text check (parked in ('sleep', 'signal', 'children')), parked_on text, worker_id text) strict;
 
 CREATE INDEX lite_jobs_available on lite_jobs (queue, priority desc, run_at, id)
     where state = 'available';

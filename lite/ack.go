@@ -471,13 +471,13 @@ const releaseSet = `state = 'available', generation = generation + 1, attempts =
 // clearedLease clears the lease fields: a job available again shows no
 // lease (its errors log keeps each lost or failed run's attempt and
 // generation).
-const clearedLease = `lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null`
+const clearedLease = `lease_token = null, locked_by = null, leased_at = null, heartbeat_at = null, stale_after_ms = null, worker_id = null`
 
 // leaseKeptIf keeps the lease fields where cond holds and clears them
 // where it does not: a failed attempt that buries the job keeps its run's
 // as the record a done job keeps, one that retries it clears them.
 func leaseKeptIf(cond string) string {
-	fields := []string{"lease_token", "locked_by", "leased_at", "heartbeat_at", "stale_after_ms"}
+	fields := []string{"lease_token", "locked_by", "leased_at", "heartbeat_at", "stale_after_ms", "worker_id"}
 	set := make([]string, len(fields))
 	for i, f := range fields {
 		set[i] = f + " = case when " + cond + " then " + f + " end"

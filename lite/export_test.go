@@ -180,3 +180,27 @@ func Park(ctx context.Context, q *Queue, l Lease, p *ParkError) error {
 	_, err := q.park(ctx, l, p)
 	return err
 }
+
+// WorkerRow is a worker's row in lite_workers kept by hand, as Run keeps
+// its own: the liveness of the leases taken under it.
+type WorkerRow struct{ a *announcement }
+
+// AnnounceWorker writes a worker's row, promising staleAfter, as Run does.
+func AnnounceWorker(ctx context.Context, q *Queue, staleAfter time.Duration) (*WorkerRow, error) {
+	a := q.newAnnouncement("by hand", nil, nil, 1, staleAfter)
+	return &WorkerRow{a}, a.announce(ctx)
+}
+
+// Seen renews the row, as Run's worker does every heartbeat.
+func (r *WorkerRow) Seen(ctx context.Context) error { return r.a.seen(ctx) }
+
+// Lease leases as Run's worker does, its jobs naming the row.
+func (r *WorkerRow) Lease(ctx context.Context, req LeaseRequest) ([]*Job, error) {
+	req.worker = r.a.id
+	return r.a.q.Lease(ctx, req)
+}
+
+// ReclaimAs reclaims as the worker of row does, holding no lease.
+func ReclaimAs(ctx context.Context, q *Queue, row *WorkerRow) ([]Reclaimed, error) {
+	return q.reclaim(ctx, nil, row.a.id)
+}

@@ -33,6 +33,10 @@ type LeaseRequest struct {
 	// slots, when set, is Max as the lease's round finds it once its lock
 	// is held: a worker's free slots, with those the round's acks freed.
 	slots func() int
+	// worker is the leasing Worker's row in lite_workers, written to the
+	// jobs' worker_id: the row's renewals keep them alive (see
+	// reclaimSQL). Empty for a lease without a Worker's row.
+	worker string
 }
 
 // DefaultStaleAfter is a lease's StaleAfter when the request gives none:
@@ -70,17 +74,19 @@ func filterFor(queues []string) queueFilter {
 }
 
 // leaseSet makes a job running under a fresh lease: a new generation, a
-// new token, an attempt counted, a parked marker cleared. Its parameters are locked_by, leased_at,
-// heartbeat_at and stale_after_ms, first in every statement that uses it;
-// leased_at is also the now that lite_flow reads. Every lease statement
+// new token, an attempt counted, a parked marker cleared, the first
+// lease's time kept. Its parameters are locked_by, leased_at (also its
+// first heartbeat, and the now that lite_flow reads), worker_id (the
+// leasing Worker's row in lite_workers, or null: see reclaimSQL) and
+// stale_after_ms, first in every statement that uses it. Every lease statement
 // shares it, so that a lease by id is the same lease as one a worker's
 // loop takes.
 var leaseSet = stmt{
 	sqlite: `state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = ` + uuidV4SQL + `, locked_by = ?1, leased_at = ?2, heartbeat_at = ?3, stale_after_ms = ?4,
+    lease_token = ` + uuidV4SQL + `, locked_by = ?1, leased_at = ?2, heartbeat_at = ?2, worker_id = ?3, stale_after_ms = ?4,
     first_leased_at = coalesce(first_leased_at, ?2), parked = null, parked_on = null`,
 	postgres: `state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $3, stale_after_ms = $4,
+    lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $2, worker_id = $3, stale_after_ms = $4,
     first_leased_at = coalesce(first_leased_at, $2), parked = null, parked_on = null`,
 }
 
@@ -422,7 +428,7 @@ func (q *Queue) leaseArgs(req *LeaseRequest) (func(c queryer) []any, error) {
 	if req.LockedBy == "" {
 		req.LockedBy = q.opts.Identity
 	}
-	args := []any{req.LockedBy, nil, nil, req.StaleAfter.Milliseconds(), nil}
+	args := []any{req.LockedBy, nil, sql.NullString{String: req.worker, Valid: req.worker != ""}, req.StaleAfter.Milliseconds(), nil}
 	switch filterFor(req.Queues) {
 	case oneQueue:
 		args = append(args, req.Queues[0])
@@ -435,7 +441,7 @@ func (q *Queue) leaseArgs(req *LeaseRequest) (func(c queryer) []any, error) {
 	args = append(args, req.Max)
 	return func(c queryer) []any {
 		now := q.nowOn(c).UnixMilli()
-		args[1], args[2], args[4] = now, now, now
+		args[1], args[4] = now, now
 		if req.slots != nil {
 			args[len(args)-1] = max(req.slots(), 0)
 		}
@@ -548,8 +554,10 @@ func (q *Queue) leaseByID(ctx context.Context, id int64, kinds []string, lockedB
 	err := q.underFlow(ctx, query, sql.NullString{}, sql.NullInt64{Int64: id, Valid: true}, staleAfter, func(c queryer) error {
 		var err error
 		now := q.nowMillis() // read once the lease's lock is held
+		// No worker row: RunJob does not announce, so the job is judged
+		// by its own heartbeat alone.
 		j, err = scanJob(c.QueryRowContext(ctx, query,
-			lockedBy, now, now, staleAfter.Milliseconds(), id, list, list))
+			lockedBy, now, nil, staleAfter.Milliseconds(), id, list, list))
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -639,16 +647,33 @@ func (q *Queue) whyNotLeased(ctx context.Context, id int64, kinds []string) erro
 }
 
 // renewSQL extends every listed lease that is still current, in one
-// statement; the pairs it returns are the leases renewed.
+// statement; the pairs it returns are the leases renewed. On PostgreSQL
+// it first locks the rows, and stores the time once it holds them
+// (ranAt): a renewal that waited behind a transaction holding a job's
+// row records when it landed, not when it began.
 var renewSQL = stmt{
 	sqlite: `update lite_jobs set heartbeat_at = ?
 where state = 'running'
   and (id, generation) in (select value ->> 0, value ->> 1 from json_each(?))
 returning id, generation`,
-	postgres: `update lite_jobs set heartbeat_at = $1
+	postgres: `with renewed as (select id from lite_jobs
 where state = 'running'
   and (id, generation) in (select (value ->> 0)::bigint, (value ->> 1)::bigint from jsonb_array_elements($2::jsonb))
-returning id, generation`,
+for no key update)
+update lite_jobs set heartbeat_at = ` + ranAt("$1") + `
+from renewed where lite_jobs.id = renewed.id
+returning lite_jobs.id, lite_jobs.generation`,
+}
+
+// ranAt is the time a PostgreSQL statement's row is written, now being
+// the parameter read just before the statement was sent: now plus how
+// long the statement has run, on the server's own clock, when that is
+// more than shortWait, so that the time stored comes after a wait for a
+// lock the statement took before it (see renewSQL). A shorter run is
+// left out, as SQLite's waits are (see Queue.noteWait).
+func ranAt(now string) string {
+	return `(` + now + ` + (select case when ran > ` + strconv.FormatInt(shortWait.Milliseconds(), 10) + ` then ran else 0 end
+    from (select (extract(epoch from clock_timestamp() - statement_timestamp()) * 1000)::bigint as ran) as r))`
 }
 
 // Renew records a heartbeat for each lease in one statement. The result

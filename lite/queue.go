@@ -1,14 +1,17 @@
 package lite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,7 +226,7 @@ type Queue struct {
 	notes      sync.WaitGroup
 
 	waitMu      sync.Mutex
-	waited      [2]int64 // ms: when this process's latest write's wait began and ended (noteWait)
+	waits       [][2]int64 // ms: the long waits for the lock this process saw, merged, oldest first (noteWait)
 	commitWaits afterCommits
 }
 
@@ -671,6 +674,7 @@ func (q *Queue) writeItem(query string, it *roundItem) error {
 		return err
 	}
 	asked := q.nowMillis()
+	defer func() { q.noteWait(asked, q.nowMillis()) }() // a write that failed for want of the lock waited too
 	return q.roundTx(ctx, it.unsynced && q.leaseWithoutSync(), func(tx txConn) error {
 		q.noteWait(asked, q.nowMillis())
 		return it.run(tx)
@@ -775,27 +779,71 @@ func (a *afterCommits) start(fn func(context.Context) error) {
 	}()
 }
 
-// noteWait records that a write waited from from to to (ms), for the file's
-// lock or, on a server, for its one statement (rows another transaction
-// holds), for reclaim: overlapping waits make one, a later one replaces
-// it.
+// Waits that reclaim counts out of a job's silence (see noteWait).
+const (
+	// shortWait is the longest wait not kept: a heartbeat delayed so
+	// little hides no silence, and on a busy file the many short waits of
+	// its rounds, kept, would add up to spare a dead worker's jobs.
+	shortWait = 50 * time.Millisecond
+	// waitMemory is how long a wait is kept once it ended: far longer
+	// than any stale-after a worker promises by default (30 s), so a
+	// silence of a promise's length never reaches back past the waits
+	// kept.
+	waitMemory = time.Hour
+	// maxWaits bounds the waits kept: past it the two oldest merge into
+	// one, which counts the moment between them out too, so a job may be
+	// taken later, never sooner.
+	maxWaits = 256
+)
+
+// noteWait records that a write waited from from to to (ms), for the
+// file's lock, or held it for a long transaction of this process, or,
+// on a server, for its one statement (rows another transaction holds).
+// Reclaim counts the time of every wait kept out of a job's silence:
+// whoever held the lock, a heartbeat needing it waited as long. A wait
+// of shortWait or less is not kept, and overlapping waits make one.
 func (q *Queue) noteWait(from, to int64) {
-	if to <= from {
+	if to-from <= shortWait.Milliseconds() {
 		return
 	}
 	q.waitMu.Lock()
 	defer q.waitMu.Unlock()
-	if from <= q.waited[1] {
-		from = min(from, q.waited[0])
-	}
-	q.waited = [2]int64{from, max(to, q.waited[1])}
+	q.waits = mergeWait(q.waits, [2]int64{from, to}, to-waitMemory.Milliseconds())
 }
 
-// lastWait is the latest wait noteWait recorded, or 0, 0.
-func (q *Queue) lastWait() (from, to int64) {
+// mergeWait adds w to waits (disjoint, oldest first), merging those it
+// overlaps, drops the waits that ended before since, and keeps maxWaits
+// at most.
+func mergeWait(waits [][2]int64, w [2]int64, since int64) [][2]int64 {
+	kept := waits[:0]
+	for _, o := range waits {
+		switch {
+		case o[1] < since:
+		case o[1] < w[0] || o[0] > w[1]:
+			kept = append(kept, o)
+		default:
+			w = [2]int64{min(w[0], o[0]), max(w[1], o[1])}
+		}
+	}
+	i, _ := slices.BinarySearchFunc(kept, w, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	kept = slices.Insert(kept, i, w)
+	if len(kept) > maxWaits {
+		kept[1][0] = kept[0][0]
+		kept = kept[1:]
+	}
+	return kept
+}
+
+// waitsJSON is the waits noteWait kept, as a JSON array of [from, to]
+// pairs, for reclaimSQL.
+func (q *Queue) waitsJSON() string {
 	q.waitMu.Lock()
 	defer q.waitMu.Unlock()
-	return q.waited[0], q.waited[1]
+	b, _ := json.Marshal(q.waits) // int pairs always marshal
+	if q.waits == nil {
+		return "[]"
+	}
+	return string(b)
 }
 
 // prepareForTx prepares query before a transaction on the writer holds

@@ -11,7 +11,8 @@ import (
 )
 
 // WorkerInfo is a running worker as it announced itself in the file: any
-// process sharing the file can see it. Diagnostics only; no guard reads it.
+// process sharing the file can see it. A running Worker's row is also the
+// liveness of the leases it takes (see reclaimSQL).
 type WorkerInfo struct {
 	Identity string `json:"identity"`
 	// Queues the worker leases from; empty means every queue.
@@ -69,7 +70,7 @@ values ($2, $3, $4, $5, $1, $1, $6, $7)`,
 	}
 	seenSQL = stmt{
 		sqlite:   `update lite_workers set seen_at = ?1 where id = ?2`,
-		postgres: `update lite_workers set seen_at = $1 where id = $2`,
+		postgres: `update lite_workers set seen_at = ` + ranAt("$1") + ` where id = $2`,
 	}
 	retireSQL = stmt{
 		sqlite:   `delete from lite_workers where id = ?1`,
@@ -93,8 +94,8 @@ func (q *Queue) newAnnouncement(identity string, queues, kinds []string, slots i
 		queues: jsonArray(queues), kinds: jsonArray(kinds), slots: slots, staleAfterMilliseconds: staleAfter.Milliseconds()}
 }
 
-func (a *announcement) insert(ctx context.Context, now int64) error {
-	_, err := a.q.writer().ExecContext(ctx, a.q.sql(announceSQL), now, a.id, a.identity, a.queues, a.kinds, a.staleAfterMilliseconds, a.slots)
+func (a *announcement) insert(ctx context.Context, c conn, now int64) error {
+	_, err := c.ExecContext(ctx, a.q.sql(announceSQL), now, a.id, a.identity, a.queues, a.kinds, a.staleAfterMilliseconds, a.slots)
 	return err
 }
 
@@ -104,7 +105,7 @@ func (a *announcement) announce(ctx context.Context) error {
 	now := a.q.nowMillis()
 	_, err := a.q.writer().ExecContext(ctx, a.q.sql(dropStaleWorkersSQL), now)
 	if err == nil {
-		err = a.insert(ctx, now)
+		err = a.insert(ctx, a.q.writer(), now)
 	}
 	if err != nil {
 		return fmt.Errorf("announce worker: %w", classify(err))
@@ -112,18 +113,24 @@ func (a *announcement) announce(ctx context.Context) error {
 	return nil
 }
 
-// seen renews the row. A row that is missing (its first write failed, or
-// another worker's start deleted it as stale while this one was frozen)
-// is written again.
+// seen renews the row, the liveness of the worker's leases (see
+// reclaimSQL). A row that is missing (its first write failed, or another
+// worker's start deleted it as stale while this one was frozen) is
+// written again. It is a write of its own, never a part of one over
+// jobs: on a file, its time read once the lock is held; on a server, one
+// statement on a row that no transaction over jobs locks.
 func (a *announcement) seen(ctx context.Context) error {
-	now := a.q.nowMillis()
-	res, err := a.q.writer().ExecContext(ctx, a.q.sql(seenSQL), now, a.id)
-	if err == nil {
-		var n int64
-		if n, err = res.RowsAffected(); err == nil && n == 0 {
-			err = a.insert(ctx, now)
+	err := a.q.write(ctx, a.q.sql(seenSQL), func(c conn) error {
+		now := a.q.nowOn(c).UnixMilli()
+		res, err := c.ExecContext(ctx, a.q.sql(seenSQL), now, a.id)
+		if err != nil {
+			return err
 		}
-	}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		return a.insert(ctx, c, now)
+	})
 	if err != nil {
 		return fmt.Errorf("renew worker announcement: %w", classify(err))
 	}

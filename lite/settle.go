@@ -492,6 +492,10 @@ func (q *Queue) round(items []*roundItem) (again []*roundItem) {
 		}
 		return nil
 	})
+	// The round's whole time is kept as a wait, whether it failed for
+	// want of the lock or held it: either way, other processes' beats
+	// waited as long (see noteWait).
+	q.noteWait(asked, q.nowMillis())
 	for _, it := range items {
 		if it.err == nil {
 			it.err = err
@@ -687,7 +691,7 @@ func (r *refill) round(ctx context.Context, acks []Done) (results []error, ok bo
 	}
 	w := r.w
 	results, jobs, err := w.q.ackAndLease(ctx, acks, LeaseRequest{Queues: r.lane.queues, Kinds: w.kindList,
-		Max: len(acks), LockedBy: w.opts.Identity, StaleAfter: w.opts.StaleAfter})
+		Max: len(acks), LockedBy: w.opts.Identity, StaleAfter: w.opts.StaleAfter, worker: w.rowID()})
 	if err != nil {
 		return nil, true, err
 	}

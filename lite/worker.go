@@ -37,6 +37,7 @@ type Worker struct {
 
 	goroutines sync.WaitGroup // every handler goroutine, abandoned ones too
 
+	row      atomic.Pointer[string]               // its row in lite_workers while Run keeps it, for its leases' worker_id
 	acks     atomic.Pointer[completer]            // group commit of done-acks while running
 	refill   *refill                              // the group commits' leases, while Run's loop runs (PostgreSQL)
 	idleHook func()                               // tests: called after each round of leases, once the loop has decided how to wait
@@ -128,7 +129,7 @@ func (w *Worker) end() {
 func (w *Worker) lease(ctx context.Context, l *lane, n int) (jobs []*Job, asked int, err error) {
 	asked = n
 	req := LeaseRequest{Queues: l.queues, Kinds: w.kindList, Max: n,
-		LockedBy: w.opts.Identity, StaleAfter: w.opts.StaleAfter}
+		LockedBy: w.opts.Identity, StaleAfter: w.opts.StaleAfter, worker: w.rowID()}
 	if !w.q.engine.onServer() {
 		req.slots = func() int {
 			asked = w.free(l)

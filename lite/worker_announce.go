@@ -20,29 +20,49 @@ const announceTimeout = 5 * time.Second
 
 // startAnnouncing writes the worker's row, keeps it fresh every heartbeat
 // and looks for unhandled jobs every unhandledCheck; the returned stop
-// removes the row. Failures only cost diagnostics, so they are logged
-// and the worker runs on.
+// removes the row. The row is the liveness of the worker's leases (see
+// reclaimSQL): it is written before the worker's first lease, and a
+// lease names it only once it was written. A worker whose announce
+// failed leases with no row named, its jobs judged by their own
+// heartbeats, until a renewal writes the row.
 func (w *Worker) startAnnouncing(ctx context.Context) (stop func()) {
 	a := w.q.newAnnouncement(w.opts.Identity, w.opts.queueNames(), w.kindList, w.opts.slots(), w.opts.StaleAfter)
-	if err := a.announce(ctx); err != nil && ctx.Err() == nil {
-		w.opts.Logger.Warn("lite: announcing the worker failed; retrying at the next heartbeat", "err", err)
+	if err := a.announce(ctx); err != nil {
+		if ctx.Err() == nil {
+			w.opts.Logger.Warn("lite: announcing the worker failed; retrying at the next heartbeat", "err", err)
+		}
+	} else {
+		w.row.Store(&a.id)
 	}
 	stopSeen := w.every(ctx, w.opts.HeartbeatInterval, func(ctx context.Context) {
-		if err := a.seen(ctx); err != nil && ctx.Err() == nil {
-			w.opts.Logger.Warn("lite: renewing the worker's announcement failed", "err", err)
+		if err := beatAgainIfBusy(ctx, a.seen); err != nil {
+			if ctx.Err() == nil {
+				w.opts.Logger.Warn("lite: renewing the worker's announcement failed", "err", err)
+			}
+			return
 		}
+		w.row.Store(&a.id)
 	})
 	warned := map[[2]string]time.Time{}
 	stopChecks := w.every(ctx, unhandledCheck, func(ctx context.Context) { w.warnUnhandled(ctx, warned) })
 	return func() {
 		stopChecks()
 		stopSeen()
+		w.row.Store(nil)
 		retireCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceTimeout)
 		defer cancel()
 		if err := a.retire(retireCtx); err != nil {
 			w.opts.Logger.Warn("lite: removing the worker's announcement failed; it goes stale by itself", "err", err)
 		}
 	}
+}
+
+// rowID is the worker's row in lite_workers, or "" while it has none.
+func (w *Worker) rowID() string {
+	if id := w.row.Load(); id != nil {
+		return *id
+	}
+	return ""
 }
 
 // warnUnhandled warns about each queue and kind in the worker's queues

@@ -2,6 +2,7 @@ package lite
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -47,7 +48,7 @@ func (w *Worker) stopLost(r *run, lost error) {
 // worker is alive, so are its leases, and a renewal that waited behind
 // other processes' writes is late, not lost.
 func (w *Worker) Reclaim(ctx context.Context) error {
-	reclaimed, err := w.q.reclaim(ctx, w.heldLeases())
+	reclaimed, err := w.q.reclaim(ctx, w.heldLeases(), w.rowID())
 	if err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func leasesOf(runs []*run) []Lease {
 }
 
 func (w *Worker) heartbeatLogged(ctx context.Context) {
-	if err := w.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+	if err := beatAgainIfBusy(ctx, w.Heartbeat); err != nil && ctx.Err() == nil {
 		w.opts.Logger.Warn("lite: heartbeat failed; retrying next interval", "err", err)
 	}
 }
@@ -120,5 +121,19 @@ func (w *Worker) every(ctx context.Context, interval time.Duration, fn func(cont
 	return func() {
 		cancel()
 		<-done
+	}
+}
+
+// beatAgainIfBusy runs beat, and again at once for as long as it fails for want
+// of the file's lock (ErrBusy) and ctx lasts: a beat that waited out the
+// busy timeout behind another process's long write must land as soon as
+// the lock is free, not an interval later, or its wait would run on into
+// silence.
+func beatAgainIfBusy(ctx context.Context, beat func(context.Context) error) error {
+	for {
+		err := beat(ctx)
+		if !errors.Is(err, ErrBusy) || ctx.Err() != nil {
+			return err
+		}
 	}
 }
