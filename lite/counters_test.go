@@ -36,7 +36,11 @@ func TestCountersSurviveRetention(t *testing.T) {
 			is.NoErr(err)
 			got, err = q.Counters(t.Context())
 			is.NoErr(err)
-			is.Equal(got, want) // the jobs are gone, their counts stay
+			// The jobs are gone, their counts stay; the unstarted ones a
+			// delete took count as cancelled (a delete cancels them first,
+			// so that their batches count them out).
+			want = []lite.Counters{{Queue: "other", Cancelled: 1}, {Queue: "q", Done: 1, Dead: 1, Cancelled: 5, Retried: 2}, {Queue: "r", Cancelled: 1}}
+			is.Equal(got, want)
 		})
 	})
 }

@@ -52,6 +52,6 @@ func ExampleQueue_Declare() {
 	fmt.Printf("done jobs kept %s; schedules: %s of %s\n", lite.FormatRetention(r.Done), scheds[0].Name, scheds[0].Owner)
 	// Output:
 	// wrote ["schedule invoice" "schedule dunning" "retention done" "limits mail"], removed [], held []
-	// wrote ["schedule invoice"], removed ["schedule dunning" "limits mail"], held ["retention done"]
+	// wrote [], removed ["schedule dunning" "limits mail"], held ["retention done"]
 	// done jobs kept 7d; schedules: invoice of billing-app
 }

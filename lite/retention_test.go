@@ -206,7 +206,7 @@ func TestCleanDeletesInBoundedBatches(t *testing.T) {
 	})
 }
 
-func TestALargePurgeSizesItsBatchesByTime(t *testing.T) {
+func TestALargePurgeDeletesEveryMatchingJob(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
 		clock := newFakeClock()
@@ -218,9 +218,7 @@ func TestALargePurgeSizesItsBatchesByTime(t *testing.T) {
 		n, err := q.Purge(t.Context(), clock.Now())
 		is.NoErr(err)
 		is.Equal(n, int64(6000))
-		// why: 200 rows a statement took 30; statements of a few ms each
-		// double, 200+400+800+1600+3200 covers 6000 in 5 (and a short one).
-		is.True(batches < 30)
+		is.True(batches > 1) // why: no one statement deletes them all (how many depends on the machine's speed: see TestAPurgesBatchesAreSizedByTime)
 	})
 }
 

@@ -161,11 +161,6 @@ func TestACallReturnsByItsDeadlineWhileARowItNeedsIsLocked(t *testing.T) {
 		{"an ack", func(ctx context.Context, l lite.Lease) error { return q.AckDone(ctx, l, nil) }},
 		{"a Complete", func(ctx context.Context, l lite.Lease) error { return q.Complete(ctx, l, nil, nil) }},
 		{"a failure", func(ctx context.Context, l lite.Lease) error { return q.AckFailed(ctx, l, errors.New("boom")) }},
-		{"a reclaim", func(ctx context.Context, l lite.Lease) error {
-			clock.Advance(time.Minute) // the lease lapses: the reclaim wants its row
-			_, err := q.ReclaimOrphaned(ctx)
-			return err
-		}},
 	}
 	for _, c := range calls {
 		t.Run(c.name+" returns by its deadline", func(t *testing.T) {

@@ -135,3 +135,26 @@ func TestAnUnknownEngineGetsNoSQLiteSQL(t *testing.T) {
 		})
 	}
 }
+
+// A purge's batch size follows each statement's time, not the machine's
+// speed in a test: it is driven here with the times a statement took.
+func TestAPurgesBatchesAreSizedByTime(t *testing.T) {
+	is := is.New(t)
+	p := purgePlan()
+	is.Equal(p.size, cleanBatch)
+	p.next(purgeTarget / 4)
+	is.Equal(p.size, 2*cleanBatch) // a quick statement: twice as many next
+	p.next(purgeTarget * 3 / 4)
+	is.Equal(p.size, 2*cleanBatch) // within the target: kept
+	p.next(2 * purgeTarget)
+	is.Equal(p.size, cleanBatch) // a slow statement: half as many, never under cleanBatch
+	p.next(2 * purgeTarget)
+	is.Equal(p.size, cleanBatch)
+	for range 20 {
+		p.next(0)
+	}
+	is.Equal(p.size, purgeBatchMax) // capped
+	c := cleanPlan()
+	c.next(0)
+	is.Equal(c.size, cleanBatch) // the background cleaner keeps its fixed batches
+}
