@@ -378,3 +378,33 @@ func TestAReclaimThatWaitedForTheFileTakesNothing(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(r), 0) // why: the owner beat once the file was free
 }
+
+// A worker's announcement is a write like any other: a worker that starts
+// while the file is held waits for it there, and its reclaims count that
+// wait out of every job's silence (the shell attacker's frozen enqueue:
+// a worker started during it took a healthy job once it let go).
+func TestAnAnnouncementsWaitForTheFileIsNotSilence(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	const staleAfter = 3 * time.Second
+	clock := newFakeClock()
+	_, _, dsn, _, _ := ownerOf(t, sqliteEngine, clock, clock.Now, staleAfter)
+	c := &freezingClock{fakeClock: clock}
+	late := mustOpenOpts(t, dsn, lite.Options{Now: c.now})
+	h := holdLeaseLock(t, sqliteEngine, dsn, "", "")
+	before := c.count()
+	announced := make(chan error, 1)
+	go func() {
+		_, err := lite.AnnounceWorker(context.WithoutCancel(ctx), late, staleAfter)
+		announced <- err
+	}()
+	for c.count() == before { // until it is waiting: the next read comes once it holds the lock
+		time.Sleep(time.Millisecond)
+	}
+	clock.Advance(3 * staleAfter)
+	is.NoErr(h.tx.Rollback())
+	is.NoErr(<-announced)
+	r, err := late.ReclaimOrphaned(ctx)
+	is.NoErr(err)
+	is.Equal(len(r), 0) // why: every beat of the job's owner waited as long as this announcement did
+}

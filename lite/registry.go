@@ -101,12 +101,17 @@ func (a *announcement) insert(ctx context.Context, c conn, now int64) error {
 
 // announce records the worker as running, after dropping the rows of
 // workers that stopped renewing theirs.
+// It is a write as seen is: its wait for the file's lock is one a
+// reclaim counts out of silence (see Queue.noteWait), its time read once
+// the lock is held.
 func (a *announcement) announce(ctx context.Context) error {
-	now := a.q.nowMillis()
-	_, err := a.q.writer().ExecContext(ctx, a.q.sql(dropStaleWorkersSQL), now)
-	if err == nil {
-		err = a.insert(ctx, a.q.writer(), now)
-	}
+	err := a.q.write(ctx, a.q.sql(dropStaleWorkersSQL), func(c conn) error {
+		now := a.q.nowOn(c).UnixMilli()
+		if _, err := c.ExecContext(ctx, a.q.sql(dropStaleWorkersSQL), now); err != nil {
+			return err
+		}
+		return a.insert(ctx, c, now)
+	})
 	if err != nil {
 		return fmt.Errorf("announce worker: %w", classify(err))
 	}
