@@ -398,6 +398,21 @@ func TestSignals(t *testing.T) {
 			is.Equal(mustRun(t, w, id).Kind, lite.EventDone)
 			is.Equal(got, []string{"by ada"})
 		})
+		t.Run("a wait for a name no signal can have is refused, not parked", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d", MaxAttempts: 1})
+			var awaitErr error
+			w := durableWorker(t, q, func(ctx context.Context, job *lite.Job) error {
+				_, awaitErr = lite.AwaitSignal(ctx, "", time.Hour)
+				return awaitErr
+			})
+			mustRun(t, w, id)
+			is.True(errors.Is(awaitErr, lite.ErrInvalid))
+			j := mustGet(t, q, id)
+			is.Equal(j.Parked, "") // why: Signal refuses the empty name, so nothing could ever wake it
+			is.Equal(j.State, lite.StateDead)
+		})
 		t.Run("a signal after the wait wakes the parked job", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.mustOpen(t, newFakeClock())

@@ -40,9 +40,10 @@ where id = $2 and state = 'available' and parked = 'signal' and parked_on = $3`,
 // kept all the same. A missing job is ErrNotFound; a finished one
 // ErrInvalidState. The payload is at most Options.MaxPayloadBytes.
 func (q *Queue) Signal(ctx context.Context, id int64, name string, payload []byte) error {
+	if err := checkSignalName(name); err != nil {
+		return fmt.Errorf("signal job %d: %w", id, err)
+	}
 	switch {
-	case name == "" || len(name) > MaxStepNameBytes:
-		return fmt.Errorf("signal job %d: %w: a signal's name has 1 to %d bytes", id, ErrInvalid, MaxStepNameBytes)
 	case len(payload) > q.opts.MaxPayloadBytes:
 		return fmt.Errorf("signal job %d: payload of %d bytes: %w (limit %d)", id, len(payload), ErrTooLarge, q.opts.MaxPayloadBytes)
 	case payload == nil:
@@ -120,6 +121,9 @@ func AwaitSignal(ctx context.Context, name string, timeout time.Duration) ([]byt
 
 // await is AwaitSignal's, its checkpoint named at.
 func (d *durable) await(ctx context.Context, name, at string, timeout time.Duration) ([]byte, error) {
+	if err := checkSignalName(name); err != nil {
+		return nil, err // a wait for a name no Signal can send would never end
+	}
 	outcome := at + ":got"
 	if b, ok, err := d.q.StepResult(ctx, d.lease.JobID, outcome); err != nil || ok {
 		return decodeAwaited(b, err)
@@ -194,4 +198,12 @@ func decodeAwaited(b []byte, err error) ([]byte, error) {
 		a.Payload = []byte{}
 	}
 	return a.Payload, nil
+}
+
+// checkSignalName refuses a signal name that Signal cannot send.
+func checkSignalName(name string) error {
+	if name == "" || len(name) > MaxStepNameBytes {
+		return fmt.Errorf("%w: a signal's name has 1 to %d bytes", ErrInvalid, MaxStepNameBytes)
+	}
+	return nil
 }
