@@ -57,11 +57,14 @@ func TestAHostFrozenInsideATransactionStopsNoOtherHost(t *testing.T) {
 		}
 	}
 
-	// hosts opens two queues on one schema, with one fake clock.
+	// hosts opens two queues on one schema, with one fake clock. The other
+	// host's statements may wait twice as long as the frozen host's
+	// transaction may sit idle (ServerTxTimeout, 2 s by default): the
+	// server ends the frozen one first, however loaded the machine.
 	hosts := func(t *testing.T) (clock *fakeClock, frozenHost, other *lite.Queue) {
 		clock = newFakeClock()
 		frozenHost, dsn := e.mustOpen(t, clock)
-		return clock, frozenHost, mustOpenOpts(t, dsn, lite.Options{Now: clock.Now})
+		return clock, frozenHost, mustOpenOpts(t, dsn, lite.Options{Now: clock.Now, ServerTxTimeout: 4 * time.Second})
 	}
 
 	t.Run("a frozen lease of a limited queue holds up no other host's lease", func(t *testing.T) {
