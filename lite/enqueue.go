@@ -341,7 +341,10 @@ func (q *Queue) enqueue(ctx context.Context, j NewJob) (Enqueued, error) {
 	}
 	var out Enqueued
 	if r.follows.any() || r.uniqueKey.Valid {
-		err = q.withTx(ctx, func(tx txConn) (err error) {
+		// More than one statement, which stand or fall together: on
+		// SQLite a write of the round, in its own savepoint; on a server
+		// a transaction of its own.
+		err = q.writeTx(ctx, q.sql(insertJobSQL), func(tx txConn) (err error) {
 			out, err = q.insertFollowing(ctx, tx, r)
 			return err
 		})

@@ -505,45 +505,52 @@ func TestCleanDeletesLapsedHoldsOnly(t *testing.T) {
 }
 
 func TestAnUpgradeMovesKeysHeldWhileUnfinishedIntoTheHolds(t *testing.T) {
-	is := is.New(t)
-	path := filepath.Join(t.TempDir(), "old.db")
-	// why: a file as the lite before migration 0016 left it, with a job
-	// holding its key through the partial unique index and a dead one
-	stmts := []string{`create table if not exists lite_migrations (
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		dsn := e.DSN(t)
+		// why: a database as the lite before the one-hold migration left
+		// it, with a job holding its key through the partial unique index
+		// and a dead one
+		stmts := []string{pick(e, `create table lite_migrations (
     version    integer primary key,
     name       text    not null,
     applied_at integer not null
-) strict`}
-	files, err := filepath.Glob("migrations/sqlite/*.sql")
-	is.NoErr(err)
-	slices.Sort(files)
-	for _, f := range files {
-		base := filepath.Base(f)
-		var v int
-		var name string
-		_, err := fmt.Sscanf(strings.TrimSuffix(base, ".sql"), "%04d_%s", &v, &name)
+) strict`, `create table lite_migrations (
+    version    integer primary key,
+    name       text    not null,
+    applied_at bigint  not null
+)`)}
+		files, err := filepath.Glob("migrations/" + e.name + "/*.sql")
 		is.NoErr(err)
-		if v >= 16 {
-			break
+		slices.Sort(files)
+		for _, f := range files {
+			var v int
+			var name string
+			_, err := fmt.Sscanf(strings.TrimSuffix(filepath.Base(f), ".sql"), "%04d_%s", &v, &name)
+			is.NoErr(err)
+			if name == "one_hold" {
+				break
+			}
+			body, err := os.ReadFile(f)
+			is.NoErr(err)
+			stmts = append(stmts, string(body), fmt.Sprintf(`insert into lite_migrations values (%d, '%s', 0)`, v, name))
 		}
-		body, err := os.ReadFile(f)
+		empty := pick(e, `x''`, `''::bytea`)
+		stmts = append(stmts,
+			`insert into lite_jobs (queue, kind, payload, run_at, max_attempts, unique_key, created_at) values ('q', 'k', `+empty+`, 0, 1, 'held', 0)`,
+			`insert into lite_jobs (queue, kind, payload, run_at, max_attempts, unique_key, created_at, state) values ('q', 'k', `+empty+`, 0, 1, 'dead', 0, 'dead')`)
+		plainDB(t, pick(e, "sqlite", "pgx"), dsn, stmts...)
+		q, err := lite.Open(t.Context(), dsn, lite.Options{})
 		is.NoErr(err)
-		stmts = append(stmts, string(body), fmt.Sprintf(`insert into lite_migrations values (%d, '%s', 0)`, v, name))
-	}
-	stmts = append(stmts,
-		`insert into lite_jobs (queue, kind, payload, run_at, max_attempts, unique_key, created_at) values ('q', 'k', x'', 0, 1, 'held', 0)`,
-		`insert into lite_jobs (queue, kind, payload, run_at, max_attempts, unique_key, created_at, state) values ('q', 'k', x'', 0, 1, 'dead', 0, 'dead')`)
-	plainSQLite(t, path, stmts...)
-	q, err := lite.Open(t.Context(), path, lite.Options{})
-	is.NoErr(err)
-	t.Cleanup(func() { q.Close() })
-	for _, other := range holdKinds {
-		other.UniqueKey = "held"
-		enqueueHeld(t, q, other, 1) // the old holder holds its key for every kind
-	}
-	is.NoErr(q.Retry(t.Context(), 2))
-	enqueueHeld(t, q, lite.NewJob{Queue: "q", UniqueKey: "dead", UniqueFor: time.Hour}, 2) // a retry takes its hold back
-	j := mustLeaseOne(t, q, "q")
-	is.NoErr(q.AckDone(t.Context(), j.Lease(), nil))
-	mustEnqueue(t, q, lite.NewJob{Queue: "q", UniqueKey: mustGet(t, q, j.ID).UniqueKey}) // its end releases it
+		t.Cleanup(func() { q.Close() })
+		for _, other := range holdKinds {
+			other.UniqueKey = "held"
+			enqueueHeld(t, q, other, 1) // the old holder holds its key for every kind
+		}
+		is.NoErr(q.Retry(t.Context(), 2))
+		enqueueHeld(t, q, lite.NewJob{Queue: "q", UniqueKey: "dead", UniqueFor: time.Hour}, 2) // a retry takes its hold back
+		j := mustLeaseOne(t, q, "q")
+		is.NoErr(q.AckDone(t.Context(), j.Lease(), nil))
+		mustEnqueue(t, q, lite.NewJob{Queue: "q", UniqueKey: mustGet(t, q, j.ID).UniqueKey}) // its end releases it
+	})
 }
