@@ -203,9 +203,6 @@ CREATE INDEX lite_jobs_key_running on lite_jobs (queue, job_key)
 CREATE INDEX lite_jobs_key_order on lite_jobs (queue, job_key, id)
     where job_key is not null and state <> 'done';
 
-CREATE UNIQUE INDEX lite_jobs_unique_key on lite_jobs (queue, unique_key)
-    where unique_key is not null and unique_hold is null and state in ('available', 'running');
-
 CREATE TABLE lite_unique (
     queue      text    not null,
     unique_key text    not null,
@@ -252,3 +249,15 @@ CREATE TABLE lite_signals (
 ) strict;
 
 CREATE INDEX lite_signals_job on lite_signals (job_id, name, id);
+
+CREATE TRIGGER lite_unique_retaken after update of state on lite_jobs
+    when new.unique_key is not null and new.state = 'available' and old.state in ('dead', 'cancelled')
+begin
+    insert into lite_unique (queue, unique_key, job_id, held_until, released)
+    values (new.queue, new.unique_key, new.id, new.run_at, new.unique_hold = 'period')
+    on conflict (queue, unique_key) do update
+    set job_id = excluded.job_id, released = excluded.released, held_until = max(lite_unique.held_until, excluded.held_until)
+    where lite_unique.job_id = excluded.job_id or (lite_unique.released = 1 and lite_unique.held_until <= excluded.held_until);
+    select raise(abort, 'lite: unique key held by another job')
+    where not exists (select 1 from lite_unique where queue = new.queue and unique_key = new.unique_key and job_id = new.id);
+end;

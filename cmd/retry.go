@@ -18,8 +18,9 @@ func (c *retryCmd) Help() string {
 	return `The job starts over, available now, with all of its max_attempts again:
 a job dead after 2 of 2 attempts runs up to two more times. Its errors
 are kept as its history; attempt numbers start again at 1, and each
-error's generation tells the runs apart. A job whose unique key another
-unfinished job holds now is refused and left as it is.
+error's generation tells the runs apart. A job with a unique key takes
+its hold back; if another job holds the key now (however it holds it),
+the retry is refused and the job left as it is.
 
 With filter flags in place of an id, every dead or cancelled job that
 matches them starts over, in batches of 1000, each its own short

@@ -33,7 +33,7 @@ type scheduleAddCmd struct {
 	TZ          string `name:"tz" help:"IANA time zone the spec's times are in (Europe/Berlin); default UTC."`
 	Priority    int    `short:"p" help:"Higher runs first."`
 	MaxAttempts int    `help:"Attempts before a job is dead (default 10)."`
-	UniqueKey   string `help:"Skip a tick while an unfinished job holds this key in the queue: runs never overlap."`
+	UniqueKey   string `help:"Skip a tick while a job holds this key in the queue (until it is finished, or as it asked): runs never overlap."`
 }
 
 // Validate refuses a queue, kind or attempts no job can have.

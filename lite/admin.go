@@ -197,9 +197,11 @@ func (q *Queue) retryOn(ctx context.Context, tx txConn, locks, waits stmt, ids a
 // that has passed is cleared, so that a job cancelled as expired runs;
 // one still to come stays. Its Errors stay as its history; after a Retry
 // attempt numbers start again at 1, and each error's Generation tells the
-// runs apart. A job in another state gives ErrInvalidState; a job whose
-// unique key another unfinished job holds now gives ErrDuplicate, naming
-// that job, and stays as it is.
+// runs apart. A job in another state gives ErrInvalidState. A job with a
+// unique key takes its hold back (until its state again; a period is not
+// started over); if another job holds the key now, however it holds it,
+// the Retry gives ErrDuplicate, naming that job, and the job stays as it
+// is.
 func (q *Queue) Retry(ctx context.Context, id int64) error {
 	if insideAckWrites(ctx) {
 		return fmt.Errorf("retry job %d: %w", id, errWriteInsideAck)
@@ -219,27 +221,28 @@ func (q *Queue) Retry(ctx context.Context, id int64) error {
 	return q.afterWrite(ctx, fmt.Sprintf("retry job %d", id))
 }
 
-// isUniqueViolation reports whether err is a unique index refusing a row:
-// the only unique index that a write other than an insert can hit is
-// lite_jobs_unique_key.
+// isUniqueViolation reports whether err is the refusal of a retry whose
+// unique key another job holds (the trigger lite_unique_retaken, which
+// raises unique_violation on a server, aborts on SQLite): the only write
+// other than an insert that a unique key can refuse.
 func isUniqueViolation(err error) bool {
 	if code, ok := sqlState(err); ok {
 		return code == uniqueViolation
 	}
 	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_TRIGGER
 }
 
 var keyHolderSQL = stmt{
-	sqlite: `select h.id, h.unique_key from lite_jobs j
-join lite_jobs h on h.queue = j.queue and h.unique_key = j.unique_key
-where j.id = ? and h.unique_hold is null and h.state in ('available', 'running')`,
-	postgres: `select h.id, h.unique_key from lite_jobs j
-join lite_jobs h on h.queue = j.queue and h.unique_key = j.unique_key
-where j.id = $1 and h.unique_hold is null and h.state in ('available', 'running')`,
+	sqlite: `select u.job_id, u.unique_key from lite_jobs j
+join lite_unique u on u.queue = j.queue and u.unique_key = j.unique_key
+where j.id = ? and u.job_id <> j.id`,
+	postgres: `select u.job_id, u.unique_key from lite_jobs j
+join lite_unique u on u.queue = j.queue and u.unique_key = j.unique_key
+where j.id = $1 and u.job_id <> j.id`,
 }
 
-// keyHolder names the unfinished job that holds job id's unique key.
+// keyHolder names the job that holds job id's unique key.
 func (q *Queue) keyHolder(ctx context.Context, id int64) error {
 	var (
 		holder int64

@@ -34,7 +34,7 @@ type BulkAction string
 
 const (
 	// BulkRetry starts dead and cancelled jobs over, as Retry does. A job
-	// whose unique key an unfinished job holds is skipped, and of jobs
+	// whose unique key another job holds is skipped, and of jobs
 	// sharing a key only one is started.
 	BulkRetry BulkAction = "retry"
 	// BulkCancel cancels available and running jobs, as Cancel does: a
@@ -265,26 +265,25 @@ var bulkRetryLocksSQL = stmt{
 	postgres: retryLocks(`(select jsonb_array_elements_text($1::jsonb)::bigint)`),
 }
 
-// bulkRetrySQL is retrySQL for a batch. A job whose unique key an
-// unfinished job holds is skipped (the unique index would refuse it and
-// the whole batch with it), and of the batch's jobs sharing a key only
-// the first is started. A key held for a period or until a state is not
-// in that index (see insertHeld): its job is retried as one without.
+// bulkRetrySQL is retrySQL for a batch. A job whose unique key another
+// job holds is skipped (the trigger that takes a retried job's hold back
+// would refuse it, and the whole batch with it), and of the batch's jobs
+// sharing a key only the first is started.
 var bulkRetrySQL = stmt{
 	sqlite: `update lite_jobs
 set ` + retrySet + `, ` + retryTime("?1") + `
 where id in (select value from json_each(?2)) and state in ('dead', 'cancelled')
-  and (unique_key is null or unique_hold is not null or (
-    not exists (select 1 from lite_jobs h where h.queue = lite_jobs.queue and h.unique_key = lite_jobs.unique_key
-        and h.unique_hold is null and h.state in ('available', 'running'))
+  and (unique_key is null or (
+    not exists (select 1 from lite_unique h where h.queue = lite_jobs.queue and h.unique_key = lite_jobs.unique_key
+        and h.job_id <> lite_jobs.id and (h.released = 0 or h.held_until > ?1))
     and id = (select min(d.id) from lite_jobs d where d.id in (select value from json_each(?2))
         and d.queue = lite_jobs.queue and d.unique_key = lite_jobs.unique_key)))`,
 	postgres: `update lite_jobs
 set ` + retrySet + `, ` + retryTime("$1") + `
 where id in (select jsonb_array_elements_text($2::jsonb)::bigint) and state in ('dead', 'cancelled')
-  and (unique_key is null or unique_hold is not null or (
-    not exists (select 1 from lite_jobs h where h.queue = lite_jobs.queue and h.unique_key = lite_jobs.unique_key
-        and h.unique_hold is null and h.state in ('available', 'running'))
+  and (unique_key is null or (
+    not exists (select 1 from lite_unique h where h.queue = lite_jobs.queue and h.unique_key = lite_jobs.unique_key
+        and h.job_id <> lite_jobs.id and (h.released = 0 or h.held_until > $1))
     and id = (select min(d.id) from lite_jobs d where d.id in (select jsonb_array_elements_text($2::jsonb)::bigint)
         and d.queue = lite_jobs.queue and d.unique_key = lite_jobs.unique_key)))`,
 }

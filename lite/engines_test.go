@@ -35,3 +35,11 @@ func onPostgres(tb testing.TB) testEngine {
 func (e testEngine) open(tb testing.TB, opts lite.Options) (*lite.Queue, string) {
 	return e.Open(tb, opts)
 }
+
+// pick is sqlite or postgres, as e is: a test's text in each dialect.
+func pick[T any](e testEngine, sqlite, postgres T) T {
+	if e.name == "postgres" {
+		return postgres
+	}
+	return sqlite
+}

@@ -37,9 +37,12 @@ type NewJob struct {
 	// Default DefaultMaxAttempts.
 	MaxAttempts int
 	// UniqueKey, if set, admits one unfinished (available or running) job
-	// with this key in the queue. Enqueueing another returns ErrDuplicate
-	// and the id of the job already there. UniqueFor and UniqueUntil hold
-	// the key otherwise; Debounce folds an enqueue into the job holding it.
+	// with this key in the queue: the job holds the key until it is
+	// finished (done, dead or cancelled; a Retry takes it back, or is
+	// refused while another job holds it). Enqueueing another returns
+	// ErrDuplicate and the id of the job holding the key. UniqueFor and
+	// UniqueUntil hold the key otherwise; Debounce folds an enqueue into
+	// the job holding it.
 	UniqueKey string
 	// UniqueFor, with UniqueKey, holds the key for this long after the job
 	// is enqueued, whatever state the job reaches (done included): no
@@ -50,9 +53,8 @@ type NewJob struct {
 	// UniqueUntil, with UniqueKey, is the state of the job that releases
 	// its key: UniqueUntilStarted or UniqueUntilFinished (after UniqueFor,
 	// if that is set too). Left empty, the key is held while the job is
-	// unfinished or, with UniqueFor, for that period alone. Keys held
-	// this way and keys held while unfinished do not see each other: give
-	// one key one setting.
+	// unfinished or, with UniqueFor, for that period alone. Every kind of
+	// hold sees the others: a key held one way is held for every enqueue.
 	UniqueUntil UniqueUntil
 	// Debounce, with UniqueKey, folds the enqueue into the job holding the
 	// key if that job has not started yet (available, never leased): it
@@ -265,30 +267,17 @@ func (r *jobRow) setKeyAndExpiry(j NewJob, now time.Time) error {
 	return nil
 }
 
-// The conflict target names the partial unique index, so a duplicate key
-// inserts nothing and returns no row instead of failing the transaction.
-// A job whose key holds for a period or until a state (unique_hold set)
-// is not in that index: lite_unique holds its key (see insertHeld).
+// insertJobSQL adds one job. A job with a unique key takes its hold
+// first (see insertHeld).
 var insertJobSQL = stmt{
 	sqlite: `insert into lite_jobs
     (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta, job_key, expires_at, unique_hold)
 values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-on conflict (queue, unique_key) where unique_key is not null and unique_hold is null and state in ('available', 'running')
-do nothing
 returning id`,
 	postgres: `insert into lite_jobs
     (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta, job_key, expires_at, unique_hold)
 values ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, $10::text::jsonb, $11, $12, $13)
-on conflict (queue, unique_key) where unique_key is not null and unique_hold is null and state in ('available', 'running')
-do nothing
 returning id`,
-}
-
-var uniqueHolderSQL = stmt{
-	sqlite: `select id from lite_jobs
-where queue = ? and unique_key = ? and unique_hold is null and state in ('available', 'running')`,
-	postgres: `select id from lite_jobs
-where queue = $1 and unique_key = $2 and unique_hold is null and state in ('available', 'running')`,
 }
 
 // insert adds one validated job, or with Debounce folds it into the
@@ -300,13 +289,11 @@ func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (Enqueued, error) 
 			return Enqueued{ID: id, Debounced: ok}, err
 		}
 	}
-	var id int64
-	var err error
-	if r.unique.hold.Valid {
-		id, err = q.insertHeld(ctx, c, r)
-	} else {
-		id, err = q.insertUnfinished(ctx, c, r)
+	if !r.uniqueKey.Valid {
+		id, err := q.insertRow(ctx, c, r)
+		return Enqueued{ID: id}, err
 	}
+	id, err := q.insertHeld(ctx, c, r)
 	if errors.Is(err, ErrDuplicate) && r.unique.debounce {
 		// On a server, the look above ran before another enqueue of the
 		// key committed, and the insert then waited for that commit: the
@@ -319,37 +306,13 @@ func (q *Queue) insert(ctx context.Context, c conn, r jobRow) (Enqueued, error) 
 	return Enqueued{ID: id, Duplicate: errors.Is(err, ErrDuplicate)}, err
 }
 
-// insertRow runs insertJobSQL for r; a held key while unfinished returns
-// sql.ErrNoRows.
+// insertRow runs insertJobSQL for r.
 func (q *Queue) insertRow(ctx context.Context, c conn, r jobRow) (int64, error) {
 	var id int64
 	err := c.QueryRowContext(ctx, q.sql(insertJobSQL), r.queue, r.kind, r.payload, r.priority, r.runAt,
 		r.maxAttempts, r.uniqueKey, q.nowOn(c).UnixMilli(), orEmpty(r.tags, emptyTags), orEmpty(r.meta, emptyMeta), r.key, r.expiresAt,
 		r.unique.hold).Scan(&id)
 	return id, err
-}
-
-// insertUnfinished adds a job without a key, or with one held while it is
-// unfinished (the partial unique index). On a held key it returns the id
-// of the job holding it, and ErrDuplicate.
-func (q *Queue) insertUnfinished(ctx context.Context, c conn, r jobRow) (int64, error) {
-	// Outside a transaction the holder can finish between the insert and
-	// the look-up; the key is then free, so try again.
-	for range 3 {
-		id, err := q.insertRow(ctx, c, r)
-		if !errors.Is(err, sql.ErrNoRows) {
-			return id, err
-		}
-		err = c.QueryRowContext(ctx, q.sql(uniqueHolderSQL), r.queue, r.uniqueKey).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		return id, fmt.Errorf("key %q held by job %d: %w", r.uniqueKey.String, id, ErrDuplicate)
-	}
-	return 0, fmt.Errorf("key %q: its holder keeps changing; try again", r.uniqueKey.String)
 }
 
 // Enqueue adds a job and returns its id. With a unique key already held
@@ -377,8 +340,11 @@ func (q *Queue) enqueue(ctx context.Context, j NewJob) (Enqueued, error) {
 		return Enqueued{}, fmt.Errorf("enqueue %s: %w", r.queue, errWriteInsideAck)
 	}
 	var out Enqueued
-	if r.follows.any() || r.unique.inTx() {
-		err = q.withTx(ctx, func(tx txConn) (err error) {
+	if r.follows.any() || r.uniqueKey.Valid {
+		// More than one statement, which stand or fall together: on
+		// SQLite a write of the round, in its own savepoint; on a server
+		// a transaction of its own.
+		err = q.writeTx(ctx, q.sql(insertJobSQL), func(tx txConn) (err error) {
 			out, err = q.insertFollowing(ctx, tx, r)
 			return err
 		})

@@ -31,7 +31,14 @@ func fileSum(t *testing.T, path string) [32]byte {
 // plainSQLite makes a SQLite file with the statements, outside lite.
 func plainSQLite(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	plainDB(t, "sqlite", path, stmts...)
+}
+
+// plainDB runs the statements on the database at dsn through driver,
+// outside lite.
+func plainDB(t *testing.T, driver, dsn string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

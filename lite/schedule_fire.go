@@ -107,8 +107,12 @@ func (q *Queue) fire(ctx context.Context, d dueSchedule) (bool, error) {
 		}
 		fired = true
 		job.runAt = d.tick // the job names the tick it stands for
-		// A unique key held by an unfinished job skips this tick's job:
-		// the schedule asked for runs that never overlap.
+		if job.uniqueKey.Valid {
+			job.unique.hold = keyHold()
+		}
+		// A unique key held (until its job is finished, or any other way)
+		// skips this tick's job: the schedule asked for runs that never
+		// overlap.
 		if _, err := q.insert(ctx, tx, job); err != nil && !errors.Is(err, ErrDuplicate) {
 			return err
 		}

@@ -24,7 +24,6 @@ var statements = map[string]any{
 	"retryLocksSQL":           retryLocksSQL,
 	"keyHolderSQL":            keyHolderSQL,
 	"insertJobSQL":            insertJobSQL,
-	"uniqueHolderSQL":         uniqueHolderSQL,
 	"takeUniqueSQL":           takeUniqueSQL,
 	"holdUniqueSQL":           holdUniqueSQL,
 	"uniqueHeldBySQL":         uniqueHeldBySQL,

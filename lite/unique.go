@@ -29,17 +29,13 @@ const holdPeriod = "period"
 // uniqueHold is what a validated job asks of its unique key besides the
 // key itself.
 type uniqueHold struct {
-	// hold is the job's unique_hold: holdPeriod, "started" or "finished";
-	// null for a key held while the job is unfinished (the partial unique
-	// index on lite_jobs), or no key.
+	// hold is the job's unique_hold: holdPeriod, "started" or "finished"
+	// (a key alone is held until its job is finished); null without a
+	// key.
 	hold     sql.NullString
 	forMs    int64 // UniqueFor in milliseconds, rounded up
 	debounce bool
 }
-
-// inTx says whether the job's enqueue takes more than one statement that
-// must commit together.
-func (u uniqueHold) inTx() bool { return u.hold.Valid || u.debounce }
 
 // validateUnique checks j's UniqueFor, UniqueUntil and Debounce (whose
 // run time validate has set).
@@ -58,10 +54,20 @@ func validateUnique(j NewJob) (uniqueHold, error) {
 	if j.UniqueFor%time.Millisecond != 0 {
 		u.forMs++ // a period is never shorter than asked
 	}
-	if j.UniqueFor > 0 || j.UniqueUntil != "" {
+	switch {
+	case j.UniqueFor > 0 || j.UniqueUntil != "":
 		u.hold = sql.NullString{String: cmp.Or(string(j.UniqueUntil), holdPeriod), Valid: true}
+	case j.UniqueKey != "":
+		u.hold = keyHold()
 	}
 	return u, nil
+}
+
+// keyHold is the hold of a key given alone (NewJob.UniqueKey, a
+// schedule's): until its job is finished, which is what "while it is
+// unfinished" comes to, a retry taking it back.
+func keyHold() sql.NullString {
+	return sql.NullString{String: string(UniqueUntilFinished), Valid: true}
 }
 
 // takeUniqueSQL takes the hold of a queue's key for a job about to be
@@ -95,9 +101,11 @@ var uniqueHeldBySQL = stmt{
 	postgres: `select job_id from lite_unique where queue = $1 and unique_key = $2`,
 }
 
-// insertHeld adds a job whose key holds for a period or until a state, if
-// the key's hold has lapsed. On a key still held it returns the id of the
-// job that holds it, and ErrDuplicate. c is inside a transaction.
+// insertHeld adds a job with a unique key, if the key's hold has lapsed:
+// every kind of key (a period, until a state, a key alone) is a row of
+// lite_unique, so that each sees the others. On a key still held it
+// returns the id of the job that holds it, and ErrDuplicate. c is inside
+// a transaction.
 func (q *Queue) insertHeld(ctx context.Context, c conn, r jobRow) (int64, error) {
 	now := q.nowOn(c).UnixMilli()
 	released := 0
@@ -143,12 +151,8 @@ where id = $4 and state = 'available' and first_leased_at is null and kind = $5`
 // debounce folds r into the job holding its key if that job is pending,
 // and says whether it did. c is inside a transaction.
 func (q *Queue) debounce(ctx context.Context, c conn, r jobRow) (int64, bool, error) {
-	holder := uniqueHolderSQL
-	if r.unique.hold.Valid {
-		holder = uniqueHeldBySQL
-	}
 	var id int64
-	err := c.QueryRowContext(ctx, q.sql(holder), r.queue, r.uniqueKey).Scan(&id)
+	err := c.QueryRowContext(ctx, q.sql(uniqueHeldBySQL), r.queue, r.uniqueKey).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}

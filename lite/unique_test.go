@@ -2,6 +2,12 @@ package lite_test
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,14 +137,86 @@ func TestAUniqueKeyHeldUntilAState(t *testing.T) {
 			enqueueHeld(t, q, job, first)
 		})
 
-		t.Run("a key held this way and one held while unfinished do not see each other", func(t *testing.T) {
-			is := is.New(t)
+		t.Run("every kind of hold keeps out an enqueue of every kind", func(t *testing.T) {
 			q, _ := e.mustOpen(t, newFakeClock())
-			held := mustEnqueue(t, q, lite.NewJob{Queue: "q", UniqueKey: "k", UniqueUntil: lite.UniqueUntilFinished})
-			plain := mustEnqueue(t, q, lite.NewJob{Queue: "q", UniqueKey: "k"})
-			is.True(plain != held)
-			enqueueHeld(t, q, lite.NewJob{Queue: "q", UniqueKey: "k"}, plain)
-			enqueueHeld(t, q, lite.NewJob{Queue: "q", UniqueKey: "k", UniqueUntil: lite.UniqueUntilFinished}, held)
+			for a, holder := range holdKinds {
+				for b, other := range holdKinds {
+					t.Run(a+" keeps out "+b, func(t *testing.T) {
+						queue := "q-" + a + "-" + b // a queue of its own: the key is per queue
+						holder.Queue, other.Queue = queue, queue
+						enqueueHeld(t, q, other, mustEnqueue(t, q, holder))
+					})
+				}
+			}
+		})
+	})
+}
+
+// holdKinds are a job of each kind of unique key, in queue "q".
+var holdKinds = map[string]lite.NewJob{
+	"a key alone":   {Queue: "q", UniqueKey: "k"},
+	"a period":      {Queue: "q", UniqueKey: "k", UniqueFor: time.Hour},
+	"until started": {Queue: "q", UniqueKey: "k", UniqueUntil: lite.UniqueUntilStarted},
+	"until done":    {Queue: "q", UniqueKey: "k", UniqueUntil: lite.UniqueUntilFinished},
+}
+
+func TestARetriedHolderTakesItsHoldBack(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		for name, job := range holdKinds {
+			if job.UniqueFor > 0 {
+				continue // a period is not started over: see below
+			}
+			t.Run(name+": the key free, the retried job holds it again", func(t *testing.T) {
+				is := is.New(t)
+				q, _ := e.mustOpen(t, newFakeClock())
+				first := mustEnqueue(t, q, job)
+				is.NoErr(q.Cancel(t.Context(), first))
+				is.NoErr(q.Retry(t.Context(), first))
+				for _, other := range holdKinds {
+					enqueueHeld(t, q, other, first)
+				}
+			})
+		}
+
+		t.Run("a retry is refused while another job holds the key, whatever the kinds", func(t *testing.T) {
+			q, _ := e.mustOpen(t, newFakeClock())
+			for a, job := range holdKinds {
+				for b, other := range holdKinds {
+					t.Run(b+" holds, "+a+" retried", func(t *testing.T) {
+						is := is.New(t)
+						queue := "q-" + a + "-" + b // a queue of its own: the key is per queue
+						job.Queue, other.Queue = queue, queue
+						first := mustEnqueue(t, q, job)
+						j := mustLeaseOne(t, q, queue)
+						is.NoErr(q.AckFailed(t.Context(), j.Lease(), lite.Permanent(errors.New("boom"))))
+						if job.UniqueFor > 0 {
+							is.NoErr(q.Retry(t.Context(), first)) // its own period: it holds the key still
+							enqueueHeld(t, q, other, first)
+							return
+						}
+						second := mustEnqueue(t, q, other)
+						err := q.Retry(t.Context(), first)
+						is.True(errors.Is(err, lite.ErrDuplicate))
+						is.True(strings.Contains(err.Error(), fmt.Sprintf("job %d", second))) // it names the holder
+						n, err := q.Bulk(t.Context(), lite.BulkRetry, lite.Filter{IDs: []int64{first}})
+						is.NoErr(err)
+						is.Equal(n, int64(0)) // a bulk retry skips it
+						is.Equal(mustGet(t, q, first).State, lite.StateDead)
+						enqueueHeld(t, q, job, second)
+					})
+				}
+			}
+		})
+
+		t.Run("a period is not started over: once it has passed, the retried job holds nothing", func(t *testing.T) {
+			is := is.New(t)
+			clock := newFakeClock()
+			q, _ := e.mustOpen(t, clock)
+			first := mustEnqueue(t, q, holdKinds["a period"])
+			is.NoErr(q.Cancel(t.Context(), first))
+			clock.Advance(2 * time.Hour)
+			is.NoErr(q.Retry(t.Context(), first))
+			is.True(mustEnqueue(t, q, holdKinds["a period"]) > first)
 		})
 	})
 }
@@ -322,10 +400,15 @@ func TestADebounceRacingTheKeysFirstEnqueueFoldsIntoIt(t *testing.T) {
 
 func TestConcurrentEnqueuersOfOneKeyAdmitOne(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
-		for name, job := range map[string]lite.NewJob{
-			"for a period":  {Queue: "q", UniqueKey: "k", UniqueFor: time.Hour},
-			"until started": {Queue: "q", UniqueKey: "k", UniqueUntil: lite.UniqueUntilStarted},
-			"debounced":     {Queue: "q", UniqueKey: "k", UniqueUntil: lite.UniqueUntilStarted, Debounce: time.Minute},
+		kinds := slices.Collect(maps.Values(holdKinds))
+		for name, job := range map[string]func(i int) lite.NewJob{
+			"for a period":  func(int) lite.NewJob { return holdKinds["a period"] },
+			"until started": func(int) lite.NewJob { return holdKinds["until started"] },
+			"debounced": func(int) lite.NewJob {
+				return lite.NewJob{Queue: "q", UniqueKey: "k", UniqueUntil: lite.UniqueUntilStarted, Debounce: time.Minute}
+			},
+			"a key alone":   func(int) lite.NewJob { return holdKinds["a key alone"] },
+			"of every kind": func(i int) lite.NewJob { return kinds[i%len(kinds)] },
 		} {
 			t.Run(name, func(t *testing.T) {
 				is := is.New(t)
@@ -339,7 +422,7 @@ func TestConcurrentEnqueuersOfOneKeyAdmitOne(t *testing.T) {
 				errs := make([]error, n)
 				var wg sync.WaitGroup
 				for i := range n {
-					wg.Go(func() { got[i], errs[i] = queues[i%2].EnqueueOne(t.Context(), job) })
+					wg.Go(func() { got[i], errs[i] = queues[i%2].EnqueueOne(t.Context(), job(i)) })
 				}
 				wg.Wait()
 				added := map[int64]bool{}
@@ -418,5 +501,56 @@ func TestCleanDeletesLapsedHoldsOnly(t *testing.T) {
 		enqueueHeld(t, q, waiting, held)   // a hold its state has not released stays
 		enqueueHeld(t, q, longer, kept)    // and one within its period
 		mustEnqueue(t, q, lapsing)
+	})
+}
+
+func TestAnUpgradeMovesKeysHeldWhileUnfinishedIntoTheHolds(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		dsn := e.DSN(t)
+		// why: a database as the lite before the one-hold migration left
+		// it, with a job holding its key through the partial unique index
+		// and a dead one
+		stmts := []string{pick(e, `create table lite_migrations (
+    version    integer primary key,
+    name       text    not null,
+    applied_at integer not null
+) strict`, `create table lite_migrations (
+    version    integer primary key,
+    name       text    not null,
+    applied_at bigint  not null
+)`)}
+		files, err := filepath.Glob("migrations/" + e.name + "/*.sql")
+		is.NoErr(err)
+		slices.Sort(files)
+		for _, f := range files {
+			var v int
+			var name string
+			_, err := fmt.Sscanf(strings.TrimSuffix(filepath.Base(f), ".sql"), "%04d_%s", &v, &name)
+			is.NoErr(err)
+			if name == "one_hold" {
+				break
+			}
+			body, err := os.ReadFile(f)
+			is.NoErr(err)
+			stmts = append(stmts, string(body), fmt.Sprintf(`insert into lite_migrations values (%d, '%s', 0)`, v, name))
+		}
+		empty := pick(e, `x''`, `''::bytea`)
+		stmts = append(stmts,
+			`insert into lite_jobs (queue, kind, payload, run_at, max_attempts, unique_key, created_at) values ('q', 'k', `+empty+`, 0, 1, 'held', 0)`,
+			`insert into lite_jobs (queue, kind, payload, run_at, max_attempts, unique_key, created_at, state) values ('q', 'k', `+empty+`, 0, 1, 'dead', 0, 'dead')`)
+		plainDB(t, pick(e, "sqlite", "pgx"), dsn, stmts...)
+		q, err := lite.Open(t.Context(), dsn, lite.Options{})
+		is.NoErr(err)
+		t.Cleanup(func() { q.Close() })
+		for _, other := range holdKinds {
+			other.UniqueKey = "held"
+			enqueueHeld(t, q, other, 1) // the old holder holds its key for every kind
+		}
+		is.NoErr(q.Retry(t.Context(), 2))
+		enqueueHeld(t, q, lite.NewJob{Queue: "q", UniqueKey: "dead", UniqueFor: time.Hour}, 2) // a retry takes its hold back
+		j := mustLeaseOne(t, q, "q")
+		is.NoErr(q.AckDone(t.Context(), j.Lease(), nil))
+		mustEnqueue(t, q, lite.NewJob{Queue: "q", UniqueKey: mustGet(t, q, j.ID).UniqueKey}) // its end releases it
 	})
 }

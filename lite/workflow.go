@@ -348,7 +348,7 @@ func (q *Queue) planWorkflow(wf Workflow) (workflowPlan, error) {
 		case err != nil:
 		case len(s.After) > 0 && s.Job.UniqueKey != "":
 			err = errBlockedKey
-		case p.rows[i].unique.hold.Valid || p.rows[i].unique.debounce:
+		case s.Job.UniqueFor > 0 || s.Job.UniqueUntil != "" || p.rows[i].unique.debounce:
 			err = errWorkflowHold
 		}
 		if err != nil {
