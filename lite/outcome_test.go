@@ -541,8 +541,20 @@ func TestCommitWithFailure(t *testing.T) {
 			w, ev, _ := testWorker(t, q, lite.WorkerOptions{})
 			got := runOne(t, q, ev, w, func(ctx context.Context, job *lite.Job) error {
 				lite.CommitWithFailure(ctx, func(*sql.Tx, lite.Failure) error {
-					_, err := q.Fail(ctx, job.Lease(), errors.New("again"), nil)
-					return err
+					// why: without the refusal the Fail waits for the writer
+					// its own ack holds, whatever its context says; the bound
+					// turns that hang into this test's failure.
+					refused := make(chan error, 1)
+					go func() {
+						_, err := q.Fail(ctx, job.Lease(), errors.New("again"), nil)
+						refused <- err
+					}()
+					select {
+					case err := <-refused:
+						return err
+					case <-time.After(10 * time.Second):
+						return errors.New("the Fail waited for the writer")
+					}
 				})
 				return errors.New("bank down")
 			})
