@@ -213,9 +213,9 @@ func TestEnqueueFileJSONHasOneShape(t *testing.T) {
 		{"plain lines with a duplicate", "{\"unique_key\":\"a\"}\n{\"unique_key\":\"a\"}\n", nil,
 			obj{"enqueued": 1.0, "duplicates": 1.0, "debounced": 0.0, "ids": []any{1.0, 1.0}, "batch": nil}},
 		{"a workflow", "{\"name\":\"a\"}\n{\"after_names\":[\"a\"]}\n", nil,
-			obj{"enqueued": 2.0, "duplicates": 0.0, "debounced": 0.0, "ids": []any{3.0, 4.0}, "batch": nil}}, // the duplicate spent id 2
+			obj{"enqueued": 2.0, "duplicates": 0.0, "debounced": 0.0, "ids": []any{2.0, 3.0}, "batch": nil}}, // the duplicate took its key's hold, no id
 		{"a batch", "{}\n", []string{"--batch", "nightly"},
-			obj{"enqueued": 1.0, "duplicates": 0.0, "debounced": 0.0, "ids": []any{5.0}, "batch": 1.0}},
+			obj{"enqueued": 1.0, "duplicates": 0.0, "debounced": 0.0, "ids": []any{4.0}, "batch": 1.0}},
 	} {
 		t.Run(c.name+" prints every field", func(t *testing.T) {
 			is := is.New(t)
