@@ -272,6 +272,53 @@ func lockWaitOnAFile(t *testing.T, h holder) {
 	is.Equal(len(r), 1) // why: the job and its worker both went silent: the owner is dead
 }
 
+// TestAReclaimSkipsARowAnotherTransactionHolds: on PostgreSQL a reclaim
+// takes the dead owners' jobs it can lock and skips one whose row another
+// transaction holds, rather than wait behind it; one that waited stalled
+// its host for as long as the other transaction ran (or failed at the
+// server's bound, reclaiming nothing). The skipped job is taken once its
+// row is free.
+func TestAReclaimSkipsARowAnotherTransactionHolds(t *testing.T) {
+	e := onPostgres(t)
+	is := is.New(t)
+	ctx := context.WithoutCancel(t.Context())
+	const staleAfter = time.Second
+	clock := newFakeClock()
+	q, dsn := e.mustOpen(t, clock)
+	held := mustEnqueue(t, q, lite.NewJob{Queue: "a"})
+	free := mustEnqueue(t, q, lite.NewJob{Queue: "a"})
+	row, err := lite.AnnounceWorker(ctx, q, staleAfter)
+	is.NoErr(err)
+	jobs, err := row.Lease(ctx, lite.LeaseRequest{Queues: []string{"a"}, StaleAfter: staleAfter, Max: 2})
+	is.NoErr(err)
+	is.Equal(len(jobs), 2)
+	clock.Advance(2 * staleAfter) // the jobs and their worker's row went silent: the owner is dead
+	release := lockHolders[1].hold(t, e, dsn, clock, held)
+
+	reclaimed := make(chan []lite.Reclaimed, 1)
+	go func() {
+		r, err := q.ReclaimOrphaned(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		reclaimed <- r
+	}()
+	select {
+	case r := <-reclaimed:
+		is.Equal(len(r), 1)
+		is.Equal(r[0].JobID, free) // why: the held row is skipped, not waited for
+	case <-time.After(5 * time.Second):
+		release()
+		<-reclaimed
+		t.Fatal("the reclaim waited behind a row another transaction holds")
+	}
+	release()
+	r, err := q.ReclaimOrphaned(ctx)
+	is.NoErr(err)
+	is.Equal(len(r), 1)
+	is.Equal(r[0].JobID, held) // why: once its row is free, the dead owner's job is taken
+}
+
 // TestAHeartbeatThatWaitedRecordsWhenItLanded holds a job's row on
 // PostgreSQL while its heartbeat waits for it: the heartbeat stores the
 // time it landed, not the time it was sent. It stored the time read
