@@ -343,6 +343,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		cfg := chaosConfig{jobs: 300, procs: 3, concurrency: 4, work: 50 * time.Millisecond,
@@ -399,6 +400,7 @@ func TestChaos(t *testing.T) {
 // the generation: the checker must see stale results land, or it could
 // not see them at all.
 func TestChaosNegativeControl(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	src, err := os.ReadFile(filepath.Join("lite", "ack.go"))
 	is.NoErr(err)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestBackupAndRestoreFromTheCLI(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -56,6 +57,7 @@ func TestBackupAndRestoreFromTheCLI(t *testing.T) {
 }
 
 func TestRestoreRefusesAFileAWorkerProcessHasOpen(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "q.db")
 	mustLite(t, db, "", "enqueue", "x")
@@ -86,6 +88,7 @@ func TestRestoreRefusesAFileAWorkerProcessHasOpen(t *testing.T) {
 }
 
 func TestRestoreInPlaceRefusesWhileWorkersAreLive(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -103,6 +106,7 @@ func TestRestoreInPlaceRefusesWhileWorkersAreLive(t *testing.T) {
 }
 
 func TestABackupTakenWhileWorkersRunIsWhole(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "q.db")
 	const n = 400
@@ -147,6 +151,7 @@ func integrity(t *testing.T, db string) string {
 // within about 80 ms of it once slipped past the check, and its WAL,
 // left beside the new file, was replayed onto it.
 func TestARestoreRacingAWorkersStartNeverCorruptsTheFile(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "q.db")
 	enqueueN(t, db, 2000) // a copy that takes a while to make and fence
@@ -189,6 +194,7 @@ func TestARestoreRacingAWorkersStartNeverCorruptsTheFile(t *testing.T) {
 // it replayed onto it by the fence (malformed, for good). The fence
 // refuses and leaves the copy as it was; once the WAL is removed it runs.
 func TestRestoreInPlaceRefusesAWALLeftBesideACopyPutBackByHand(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "q.db")
 	enqueueN(t, db, 200)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestBulkCommands(t *testing.T) {
+	t.Parallel()
 	t.Run("retry, cancel and delete act on what their flags match, and a dry run changes nothing", func(t *testing.T) {
 		is := is.New(t)
 		db := filepath.Join(t.TempDir(), "lite.db")

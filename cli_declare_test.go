@@ -8,6 +8,7 @@ import (
 )
 
 func TestDeclareOwnsWhatItDeclares(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

@@ -23,6 +23,7 @@ echo "$a $b $p"
 `
 
 func TestAShellScriptsStepsRunOnceAcrossAttemptsSleepsAndSignals(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestEnqueueFileErrorsNameTheFileLineAndWhatWasStored(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		t.Run("a bad line after a thousand good ones names its line and stores none of them", func(t *testing.T) {
 			is := is.New(t)

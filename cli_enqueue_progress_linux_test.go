@@ -39,6 +39,7 @@ func openPTY(t *testing.T) (term, reader *os.File) {
 }
 
 func TestEnqueueFileOnATerminalShowsAProgressBar(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "lite.db")
 	mustLite(t, db, "", "enqueue", "x")

@@ -25,6 +25,7 @@ func jobsFile(t *testing.T, n int) string {
 }
 
 func TestEnqueueFileOffATerminalPrintsOneFinalCount(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "lite.db")
 	mustLite(t, db, "", "enqueue", "x") // the file exists: no "created" line

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCLIPauseResumeAndLimit(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		db := e.db(t)
 		mustLite(t, db, "", "enqueue", "--queue", "mail", "x")

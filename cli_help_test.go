@@ -13,6 +13,7 @@ import (
 )
 
 func TestHelpNamesEveryCommand(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "lite.db")
 	t.Run("lite alone lists every command, on stdout, exit 0", func(t *testing.T) {
 		is := is.New(t)
@@ -64,6 +65,7 @@ func completions(t *testing.T, line string, env ...string) []string {
 }
 
 func TestShellCompletion(t *testing.T) {
+	t.Parallel()
 	t.Run("bash loads the script and completes lite with the binary", func(t *testing.T) {
 		is := is.New(t)
 		if _, err := exec.LookPath("bash"); err != nil {

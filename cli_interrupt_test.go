@@ -17,6 +17,7 @@ import (
 )
 
 func TestCtrlCExits130WithOneLineSayingWhatWasDone(t *testing.T) {
+	t.Parallel()
 	t.Run("enqueue --file says how many jobs it stored", func(t *testing.T) {
 		is := is.New(t)
 		db := filepath.Join(t.TempDir(), "q.db")

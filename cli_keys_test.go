@@ -10,6 +10,7 @@ import (
 )
 
 func TestCLIKeysAndExpiry(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		t.Run("a job keeps its key and expiry, and show prints them", func(t *testing.T) {
 			is := is.New(t)

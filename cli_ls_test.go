@@ -30,6 +30,7 @@ func lsRows(out string) [][]string {
 }
 
 func TestLsListsNewestFirstWithItsTimes(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

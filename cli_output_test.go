@@ -85,6 +85,7 @@ values ($1, $2, $3, 'running', $4, 2, 5, 2, $5, $6, $7, $8, $9, $10, $11)`,
 }
 
 func TestUntrustedTextNeverReachesTheTerminalRaw(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		db := hostileDB(t, e)
 
@@ -166,6 +167,7 @@ func liteJSON(t *testing.T, db, stdin string, args ...string) any {
 }
 
 func TestAdminCommandsPrintJSON(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -200,6 +202,7 @@ func TestAdminCommandsPrintJSON(t *testing.T) {
 }
 
 func TestEnqueueFileJSONHasOneShape(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "q.db")
 	type obj = map[string]any
 	for _, c := range []struct {
@@ -228,6 +231,7 @@ func TestEnqueueFileJSONHasOneShape(t *testing.T) {
 // json.Marshal makes of the library's values, so an application serving
 // them and a script reading the CLI see one form.
 func TestJSONOutputIsTheLibrarysForm(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		db := e.db(t)
 		q, err := lite.Open(t.Context(), db, lite.Options{})
@@ -319,6 +323,7 @@ func TestJSONOutputIsTheLibrarysForm(t *testing.T) {
 }
 
 func TestAServerThatRefusesTheConnectionIsOneReadableLine(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	// Two addresses, each refusing: pgx gives a line for each, indented.
 	r := runLite(t, "postgres://ada@127.0.0.1:1,127.0.0.1:2/app?sslmode=disable", "", "ls")
@@ -332,6 +337,7 @@ func TestAServerThatRefusesTheConnectionIsOneReadableLine(t *testing.T) {
 }
 
 func TestShowJSONCarriesTheLinksTheTextFormShows(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "q.db")
 	file := filepath.Join(t.TempDir(), "flow.jsonl")

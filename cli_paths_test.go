@@ -14,6 +14,7 @@ import (
 )
 
 func TestAnEmptyDBPathIsAUsageError(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		args []string
@@ -44,6 +45,7 @@ func TestAnEmptyDBPathIsAUsageError(t *testing.T) {
 }
 
 func TestADBThatIsNotARegularFileIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	var before []string
 	for _, suffix := range []string{"-journal", "-wal", "-shm"} {
@@ -60,6 +62,7 @@ func TestADBThatIsNotARegularFileIsLeftAlone(t *testing.T) {
 	}
 }
 func TestDemoRefusesAFileItDidNotMake(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	notes := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notes, []byte("my notes"), 0o600); err != nil {
@@ -105,6 +108,7 @@ func TestDemoRefusesAFileItDidNotMake(t *testing.T) {
 }
 
 func TestADBThatIsNotAFilePathIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{":memory:", "file:jobs.db", "file:jobs.db?mode=memory"} {
 		for _, command := range [][]string{{"enqueue", "x"}, {"ls"}} {
 			t.Run(db+" "+command[0], func(t *testing.T) {
@@ -128,6 +132,7 @@ func TestADBThatIsNotAFilePathIsRefused(t *testing.T) {
 }
 
 func TestADBURLReachesTheServerAsGivenAndItsPasswordIsNeverPrinted(t *testing.T) {
+	t.Parallel()
 	// Nothing listens on port 1: every command that connects fails there.
 	const url = "postgres://ada:s3cret@127.0.0.1:1/jobs?connect_timeout=5"
 	const shown = "postgres://ada:xxxxx@127.0.0.1:1/jobs?connect_timeout=5"
@@ -169,6 +174,7 @@ func TestADBURLReachesTheServerAsGivenAndItsPasswordIsNeverPrinted(t *testing.T)
 }
 
 func TestALibpqConnectionStringIsRefusedNotMadeAFile(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	cmd := exec.Command(liteBin, "--db", "host=127.0.0.1 user=bob password=s3cretPW", "enqueue", "{}")

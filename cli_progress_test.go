@@ -14,6 +14,7 @@ import (
 )
 
 func TestACommandReportsItsProgressAndLog(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -79,6 +80,7 @@ func asJobsCommand(t *testing.T, db string, j *lite.Job) func(args ...string) re
 }
 
 func TestAProgressThatIsNoFractionIsRefusedWithExit2(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "lite.db")
 	q, job := leaseOne(t, db)
@@ -96,6 +98,7 @@ func TestAProgressThatIsNoFractionIsRefusedWithExit2(t *testing.T) {
 }
 
 func TestAStaleRunsProgressIsRefusedWithExit3(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

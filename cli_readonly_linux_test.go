@@ -50,6 +50,7 @@ func queueOnDisk(t *testing.T) (dir, db string) {
 }
 
 func TestWorkEndsOnAFileItMayNotWrite(t *testing.T) {
+	t.Parallel()
 	t.Run("a read-only file ends work --exit-when-empty with one line and exit 1", func(t *testing.T) {
 		is := is.New(t)
 		_, db := queueOnDisk(t)
@@ -71,6 +72,7 @@ func TestWorkEndsOnAFileItMayNotWrite(t *testing.T) {
 }
 
 func TestReadCommandsWorkInAReadOnlyDirectory(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir, db := queueOnDisk(t)
 	readOnly(t, db, dir)

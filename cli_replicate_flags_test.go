@@ -11,6 +11,7 @@ import (
 )
 
 func TestReplicationFlagsRefuseWhatTheyCannotDo(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "q.db")
 	mustLite(t, db, "", "enqueue", "x")
 	for _, c := range []struct {
@@ -49,6 +50,7 @@ func enqueueN(t *testing.T, db string, n int) {
 }
 
 func TestAReplicaThatCannotBeWrittenIsRefusedAtStartInOneLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "q.db")
 	mustLite(t, db, "", "enqueue", "x")

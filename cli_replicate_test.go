@@ -73,6 +73,7 @@ func lastCommit(t *testing.T, db string) time.Time {
 // the loss is in the restored file; without it, what the box lost is
 // measured and within the replica's sync interval.
 func TestABoxThatDiesComesBackFromItsReplica(t *testing.T) {
+	t.Parallel()
 	for _, wait := range []bool{false, true} {
 		name := "without --wait-for-replica, the loss window is a few of the last commits"
 		if wait {

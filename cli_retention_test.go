@@ -11,6 +11,7 @@ import (
 )
 
 func TestRetentionShowsAndSetsTheFilesPolicy(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -57,6 +58,7 @@ func TestRetentionShowsAndSetsTheFilesPolicy(t *testing.T) {
 }
 
 func TestVacuumPrintsTheSizeBeforeAndAfter(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -75,6 +77,7 @@ func TestVacuumPrintsTheSizeBeforeAndAfter(t *testing.T) {
 }
 
 func TestVacuumRefusesWhileAWorkerRunsUnlessForced(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "q.db")
 	mustLite(t, db, "", "enqueue", "x")
@@ -96,6 +99,7 @@ func TestVacuumRefusesWhileAWorkerRunsUnlessForced(t *testing.T) {
 // to its periodic clean: it cleans once before it exits, so a file worked
 // only that way keeps no done job past its retention.
 func TestWorkExitingWhenEmptyAppliesTheRetention(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

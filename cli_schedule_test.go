@@ -36,6 +36,7 @@ func listSchedules(t *testing.T, db string) []cliSchedule {
 // pause, resume and remove, with bad input refused on one line and
 // nothing stored changed, and untrusted text escaped.
 func TestCLISchedules(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -95,6 +96,7 @@ func TestCLISchedules(t *testing.T) {
 }
 
 func TestEveryBadScheduleSpecIsAUsageError(t *testing.T) {
+	t.Parallel()
 	db := t.TempDir() + "/lite.db"
 	mustLite(t, db, "", "enqueue", "x") // the new-file notice comes here
 	for name, spec := range map[string]string{

@@ -18,6 +18,7 @@ type taggedJob struct {
 }
 
 func TestCLITagsAndMeta(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

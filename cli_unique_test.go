@@ -9,6 +9,7 @@ import (
 )
 
 func TestCLIUniqueWindowsAndDebounce(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		t.Run("--unique-for holds the key after the job is done", func(t *testing.T) {
 			is := is.New(t)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestANewFileIsNamedWhenACommandCreatesIt(t *testing.T) {
+	t.Parallel()
 	t.Run("work on a path that does not exist says it created it", func(t *testing.T) {
 		is := is.New(t)
 		db := filepath.Join(t.TempDir(), "typo.db")
@@ -44,6 +45,7 @@ func TestANewFileIsNamedWhenACommandCreatesIt(t *testing.T) {
 }
 
 func TestLsIntoAReaderThatStopsEndsNormally(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "lite.db")
 	var jobs strings.Builder
@@ -67,6 +69,7 @@ func TestLsIntoAReaderThatStopsEndsNormally(t *testing.T) {
 }
 
 func TestLsKeepsEveryStateGiven(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "lite.db")
 	mustLite(t, db, "", "enqueue", "--max-attempts", "1", "dead")
@@ -89,6 +92,7 @@ func TestLsKeepsEveryStateGiven(t *testing.T) {
 }
 
 func TestDemoRefusesAServerURL(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	cmd := exec.CommandContext(t.Context(), liteBin, "--db", "postgres://ada:secret@db.internal/app", "demo")
@@ -106,6 +110,7 @@ func TestDemoRefusesAServerURL(t *testing.T) {
 }
 
 func TestLimitRefusesAPeriodItCannotStoreExactly(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "lite.db")
 	r := runLite(t, db, "", "limit", "q", "--rate", "5/1500us")
@@ -117,6 +122,7 @@ func TestLimitRefusesAPeriodItCannotStoreExactly(t *testing.T) {
 }
 
 func TestPurgeRefusesAnEmptyState(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "lite.db")
 	mustLite(t, db, "", "enqueue", "x")
@@ -127,6 +133,7 @@ func TestPurgeRefusesAnEmptyState(t *testing.T) {
 }
 
 func TestDurationFlagsTakeDays(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "lite.db")
 	mustLite(t, db, "", "enqueue", "x")
@@ -145,6 +152,7 @@ func TestDurationFlagsTakeDays(t *testing.T) {
 }
 
 func TestEnqueueAtTakesLocalTimesAndRFC3339(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "lite.db")
 	berlin := func(t *testing.T, args ...string) result {
 		t.Helper()
@@ -180,6 +188,7 @@ func TestEnqueueAtTakesLocalTimesAndRFC3339(t *testing.T) {
 }
 
 func TestEnqueueFileLinesSayWhyTheyAreRefused(t *testing.T) {
+	t.Parallel()
 	for line, why := range map[string]string{
 		`nope`:                     `not a JSON object: each line is one job, as {"payload": "hello", "queue": "mail"}`,
 		`null`:                     `not a JSON object: each line is one job, as {"payload": "hello", "queue": "mail"}`,
@@ -203,6 +212,7 @@ func TestEnqueueFileLinesSayWhyTheyAreRefused(t *testing.T) {
 }
 
 func TestABadScheduleSpecIsAUsageError(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "lite.db")
 	mustLite(t, db, "", "enqueue", "x")
@@ -218,6 +228,7 @@ func TestABadScheduleSpecIsAUsageError(t *testing.T) {
 }
 
 func TestEnqueueWithNoPayloadFromATerminalIsRefused(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "lite.db")
 	t.Run("no argument and a device on stdin is refused, with what to give", func(t *testing.T) {
 		is := is.New(t)

@@ -25,6 +25,7 @@ func exitCode(t *testing.T, cmd *exec.Cmd) int {
 }
 
 func TestEnqueueWaitPrintsTheResultOfAWorkProcess(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		db := e.db(t)
 		// The command echoes its payload: the result is the payload's bytes.
@@ -49,6 +50,7 @@ func TestEnqueueWaitPrintsTheResultOfAWorkProcess(t *testing.T) {
 }
 
 func TestWaitExitCodes(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		db := e.db(t)
 		startWorker(t, db, nil, "-q", "work", "--", "sh", "-c",
@@ -123,6 +125,7 @@ func TestWaitExitCodes(t *testing.T) {
 }
 
 func TestEnqueueWaitOutlivesASIGKILLedWorker(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

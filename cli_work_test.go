@@ -12,6 +12,7 @@ import (
 )
 
 func TestWorkKindLeasesOnlyThoseKinds(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -32,6 +33,7 @@ func TestWorkKindLeasesOnlyThoseKinds(t *testing.T) {
 }
 
 func TestWorkExitWhenEmptyExitsOnceNothingIsStartableNow(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		t.Run("jobs due later, waiting out a backoff or in a paused queue do not keep it, and it exits 0", func(t *testing.T) {
 			is := is.New(t)
@@ -80,6 +82,7 @@ func TestWorkExitWhenEmptyExitsOnceNothingIsStartableNow(t *testing.T) {
 }
 
 func TestWorkKeepsAnOutputOverMaxResultCutAndTheJobDone(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		t.Run("5 MB on stdout under the default 1MiB ends done with its head and its real size", func(t *testing.T) {
 			is := is.New(t)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestWorkersShowsWhoTakesWhatAndWhatNobodyTakes(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -48,6 +49,7 @@ func TestWorkersShowsWhoTakesWhatAndWhatNobodyTakes(t *testing.T) {
 }
 
 func TestWorkersShowsHowManyOfEachWorkersSlotsAreBusy(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestEnqueueRefusesAWorkflowFlagThatNamesNothing(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		db := e.db(t)
 		mustLite(t, db, "", "enqueue", "first")
@@ -44,6 +45,7 @@ func TestEnqueueRefusesAWorkflowFlagThatNamesNothing(t *testing.T) {
 }
 
 func TestWorkExitWhenEmptyDrainsAChain(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -61,6 +63,7 @@ func TestWorkExitWhenEmptyDrainsAChain(t *testing.T) {
 }
 
 func TestShowGraphAndListABatch(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		db := e.db(t)
 		mustLite(t, db, `{"name": "fetch", "kind": "fetch"}

@@ -70,6 +70,7 @@ func runShell(t *testing.T, script string) (string, error) {
 }
 
 func TestDocsRunAsWritten(t *testing.T) {
+	t.Parallel()
 	ran := 0
 	for _, page := range pages(t) {
 		for i, block := range runnableBlocks(t, page) {
@@ -120,6 +121,7 @@ func anchors(t *testing.T, page string) map[string]bool {
 }
 
 func TestDocsLinksResolve(t *testing.T) {
+	t.Parallel()
 	linked := map[string]bool{}
 	for _, page := range pages(t) {
 		for _, m := range mdLink.FindAllStringSubmatch(prose(t, page), -1) {
@@ -158,6 +160,7 @@ func TestDocsLinksResolve(t *testing.T) {
 // demo, which TestDemoKillsAndFreezesWorkersAndEveryJobIsDoneOnce runs,
 // and the suite, which .ci/run runs as written.
 func TestREADMESetUpIsWhatTheTestsRun(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	readme, err := os.ReadFile("README.md")
 	is.NoErr(err)

@@ -70,6 +70,7 @@ func mostAtOnce(t *testing.T, log string) (most, killed int) {
 }
 
 func TestMaxRunningHoldsAcrossWorkerProcesses(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -107,6 +108,7 @@ func TestMaxRunningHoldsAcrossWorkerProcesses(t *testing.T) {
 }
 
 func TestARateLimitHoldsAcrossWorkerProcesses(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

@@ -56,6 +56,7 @@ func runningPerKey(t *testing.T, db string) (stop func() int) {
 }
 
 func TestAPerKeyLimitHoldsAcrossWorkerProcesses(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

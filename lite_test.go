@@ -53,6 +53,7 @@ where sql is not null and name not like 'sqlite\_%' escape '\' order by rowid`)
 }
 
 func TestSchemaGolden(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	q, err := lite.Open(t.Context(), filepath.Join(t.TempDir(), "fresh.db"), lite.Options{})
 	is.NoErr(err)
@@ -75,6 +76,7 @@ func TestSchemaGolden(t *testing.T) {
 }
 
 func TestRunPrintsVersionAndSchema(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	var out, errOut bytes.Buffer
 	is.NoErr(run(t.Context(), []string{"--version"}, nil, &out, &errOut))
@@ -183,6 +185,7 @@ func listJobs(t *testing.T, db string, args ...string) []cliJob {
 }
 
 func TestCLIHappyPaths(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -236,6 +239,7 @@ func TestCLIHappyPaths(t *testing.T) {
 }
 
 func TestCLIBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		dir := t.TempDir()
 		db := e.db(t)
@@ -374,6 +378,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestWorkersSharingAQueueSurviveASIGKILL(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -423,6 +428,7 @@ func TestWorkersSharingAQueueSurviveASIGKILL(t *testing.T) {
 }
 
 func TestAdminReleaseRacingALiveWorker(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		dir := t.TempDir()
@@ -469,6 +475,7 @@ func quickStart(t *testing.T) string {
 }
 
 func TestREADMEQuickStartRunsAsWritten(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	text, err := runShell(t, quickStart(t))
 	is.NoErr(err)
@@ -488,6 +495,7 @@ func statsRow(text, queue string) string {
 }
 
 func TestDemoKillsAndFreezesWorkersAndEveryJobIsDoneOnce(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	cmd := exec.CommandContext(t.Context(), liteBin, "demo", "--jobs", "40", "--workers", "3")
@@ -508,6 +516,7 @@ func TestDemoKillsAndFreezesWorkersAndEveryJobIsDoneOnce(t *testing.T) {
 }
 
 func TestBenchPrintsEveryFigure(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	var rows []struct {
 		Sync   string  `json:"sync"`
@@ -547,6 +556,7 @@ func TestBenchPrintsEveryFigure(t *testing.T) {
 }
 
 func TestBenchOnPostgresPrintsEveryFigure(t *testing.T) {
+	t.Parallel()
 	pg := onPostgres(t)
 	is := is.New(t)
 	db := pg.db(t)

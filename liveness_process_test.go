@@ -19,6 +19,7 @@ import (
 // it runs once, under its first generation. The attacker saw it run twice
 // in 3 of 6 runs on PostgreSQL and 7 of 15 on a file.
 func TestARunningJobIsNotReclaimedWhileAnotherProcessHoldsTheLock(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

@@ -17,6 +17,7 @@ import (
 // every tick from the first to the last is enqueued exactly once, each
 // job naming its tick in its run_at.
 func TestWorkProcessesFireEachTickOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs four processes for 30 seconds")
 	}

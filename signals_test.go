@@ -12,6 +12,7 @@ import (
 )
 
 func TestARequestToStopCountsOnceHoweverItIsDelivered(t *testing.T) {
+	t.Parallel()
 	// deliver starts a watcher and hands it each signal in turn, moving
 	// the clock by the gap before it; it returns the watcher's stop-at-once
 	// context and its signal channel.

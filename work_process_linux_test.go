@@ -16,6 +16,7 @@ import (
 )
 
 func TestSIGKILLedWorkTakesItsCommandsWithIt(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "q.db")
@@ -32,6 +33,7 @@ func TestSIGKILLedWorkTakesItsCommandsWithIt(t *testing.T) {
 }
 
 func TestWorkCommandsGetTheDefaultSIGPIPE(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := filepath.Join(t.TempDir(), "q.db")
 	mustLite(t, db, "", "enqueue", "x")
@@ -48,6 +50,7 @@ func TestWorkCommandsGetTheDefaultSIGPIPE(t *testing.T) {
 // with it, rather than leaving it writing into a directory that no one
 // will remove.
 func TestSIGKILLedBenchTakesItsChildWithIt(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the bench's first figures")
 	}

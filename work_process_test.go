@@ -159,6 +159,7 @@ exec sleep 1000`, dir)
 }
 
 func TestWorkEndsTheWholeProcessTree(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		t.Run("a timed-out command's tree is killed after the grace, even what ignores SIGTERM", func(t *testing.T) {
 			is := is.New(t)
@@ -215,6 +216,7 @@ func TestWorkEndsTheWholeProcessTree(t *testing.T) {
 }
 
 func TestWorkSecondSignalStopsAtOnce(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		dir := t.TempDir()
@@ -246,6 +248,7 @@ func TestWorkSecondSignalStopsAtOnce(t *testing.T) {
 }
 
 func TestWorkTakesTimeoutsSIGTERMToItAndItsGroupAsOneRequest(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	db := sqliteCLI.db(t)
 	dir := t.TempDir()
@@ -271,6 +274,7 @@ func TestWorkTakesTimeoutsSIGTERMToItAndItsGroupAsOneRequest(t *testing.T) {
 }
 
 func TestWorkSurvivesABrokenLogPipe(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		dir := t.TempDir()
@@ -307,6 +311,7 @@ printf 'generation %%s' "$LITE_JOB_GENERATION"`, started)
 }
 
 func TestWorkRefusesACommandItCannotRun(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		dir := t.TempDir()
 		notExecutable := filepath.Join(dir, "handler.sh")
@@ -344,6 +349,7 @@ func TestWorkRefusesACommandItCannotRun(t *testing.T) {
 }
 
 func TestWorkReportsFailedAttempts(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		t.Run("a failed attempt is logged with its job, attempt and error", func(t *testing.T) {
 			is := is.New(t)
@@ -369,6 +375,7 @@ func TestWorkReportsFailedAttempts(t *testing.T) {
 }
 
 func TestWorkRefusesFlagsItWouldIgnore(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		cases := []struct {
 			flag []string
@@ -412,6 +419,7 @@ func TestWorkRefusesFlagsItWouldIgnore(t *testing.T) {
 }
 
 func TestWorkServesTheQueuesGivenAndExitsWhenTheyAreEmpty(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)
@@ -428,6 +436,7 @@ func TestWorkServesTheQueuesGivenAndExitsWhenTheyAreEmpty(t *testing.T) {
 }
 
 func TestWorkStopsGracefullyOnSIGHUP(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, e cliEngine) {
 		is := is.New(t)
 		db := e.db(t)

@@ -53,6 +53,7 @@ func dagLines() (string, [][]int) {
 }
 
 func TestAWorkflowRunsInOrderThroughKilledAndFrozenWorkers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs 2,000 jobs through four workers")
 	}

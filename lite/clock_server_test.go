@@ -9,7 +9,7 @@ import (
 )
 
 func TestAServerQueueKeepsTheServersTimeWhateverTheHostsClockSays(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e testEngine) {
+	forEachEngineInTurn(t, func(t *testing.T, e testEngine) {
 		if e.name != "postgres" {
 			t.Skip("a file's processes share one host's clock")
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,9 +50,23 @@ func FreeSlots(w *Worker) map[string]int {
 	return free
 }
 
+// SideBySide counts the engine halves of tests running side by side now
+// (forEachEngine in lite_test): a knob of the whole process set while one
+// runs would act on the other half's calls too, so each knob refuses.
+var SideBySide atomic.Int32
+
+// knobOfTheProcess panics when a test that sets a knob of the whole
+// process runs beside another half.
+func knobOfTheProcess(name string) {
+	if SideBySide.Load() > 0 {
+		panic(name + " sets a knob of the whole process: run the test's engines with forEachEngineInTurn")
+	}
+}
+
 // SetHostClock makes server queues opened from now on read this host's
 // clock from f; the returned func restores it.
 func SetHostClock(f func() time.Time) (restore func()) {
+	knobOfTheProcess("SetHostClock")
 	old := hostNow
 	hostNow = f
 	return func() { hostNow = old }
@@ -74,6 +89,7 @@ func FireAfter(ctx context.Context, q *Queue, between func()) (int, error) {
 // without hard links, until the test ends. Tests using it must not run in
 // parallel.
 func NoHardLinks(t interface{ Cleanup(func()) }) {
+	knobOfTheProcess("NoHardLinks")
 	linkFile = func(string, string) error { return errors.ErrUnsupported }
 	t.Cleanup(func() { linkFile = os.Link })
 }
@@ -84,11 +100,13 @@ func NoHardLinks(t interface{ Cleanup(func()) }) {
 // once its schedule's row is held, until the test ends: a host frozen
 // inside the transaction. Tests using them must not run in parallel.
 func FreezeAfterFlowLock(t interface{ Cleanup(func()) }, freeze func()) {
+	knobOfTheProcess("FreezeAfterFlowLock")
 	afterFlowLock = freeze
 	t.Cleanup(func() { afterFlowLock = nil })
 }
 
 func FreezeAfterFireLock(t interface{ Cleanup(func()) }, freeze func()) {
+	knobOfTheProcess("FreezeAfterFireLock")
 	afterFireLock = freeze
 	t.Cleanup(func() { afterFireLock = nil })
 }
@@ -96,6 +114,7 @@ func FreezeAfterFireLock(t interface{ Cleanup(func()) }, freeze func()) {
 // FreezeAfterDepsLock runs freeze in every enqueue that waits for jobs
 // once it holds their rows, until the test ends.
 func FreezeAfterDepsLock(t interface{ Cleanup(func()) }, freeze func()) {
+	knobOfTheProcess("FreezeAfterDepsLock")
 	afterDepsLock = freeze
 	t.Cleanup(func() { afterDepsLock = nil })
 }
@@ -104,6 +123,7 @@ func FreezeAfterDepsLock(t interface{ Cleanup(func()) }, freeze func()) {
 // commits and without one; the returned func restores them. Tests using
 // it must not run in parallel.
 func SetWaitPolls(watched, unwatched time.Duration) (restore func()) {
+	knobOfTheProcess("SetWaitPolls")
 	oldWatched, oldUnwatched := waitSafetyPoll, waitPoll
 	waitSafetyPoll, waitPoll = watched, unwatched
 	return func() { waitSafetyPoll, waitPoll = oldWatched, oldUnwatched }
@@ -113,6 +133,7 @@ func SetWaitPolls(watched, unwatched time.Duration) (restore func()) {
 // polls, never to settle after a wake-up; the returned func restores it.
 // Tests using it must not run in parallel.
 func NoWaitSettle() (restore func()) {
+	knobOfTheProcess("NoWaitSettle")
 	old := waitSettle
 	waitSettle = 0
 	return func() { waitSettle = old }

@@ -66,7 +66,7 @@ func got(t *testing.T, ch <-chan waitResult) waitResult {
 }
 
 func TestWaitEndsWithTheFinishedJob(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e testEngine) {
+	forEachEngineInTurn(t, func(t *testing.T, e testEngine) {
 		noSafetyPoll(t)
 		t.Run("a result comes through a failed attempt that retries", func(t *testing.T) {
 			is := is.New(t)
@@ -138,7 +138,7 @@ func TestWaitEndsWithTheFinishedJob(t *testing.T) {
 }
 
 func TestWaitForAJobThatIsGone(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e testEngine) {
+	forEachEngineInTurn(t, func(t *testing.T, e testEngine) {
 		noSafetyPoll(t)
 		t.Run("a job that never existed is not found at once", func(t *testing.T) {
 			is := is.New(t)
@@ -174,7 +174,7 @@ func TestWaitForAJobThatIsGone(t *testing.T) {
 }
 
 func TestWaitEndsWithTheCallersContext(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e testEngine) {
+	forEachEngineInTurn(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
 		noSafetyPoll(t)
 		q, _ := e.mustOpen(t, nil)
@@ -191,7 +191,7 @@ func TestWaitEndsWithTheCallersContext(t *testing.T) {
 }
 
 func TestManyWaiters(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e testEngine) {
+	forEachEngineInTurn(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
 		noSafetyPoll(t)
 		q, _ := e.mustOpen(t, nil)
@@ -249,7 +249,7 @@ type square struct{ N int }
 func (square) Kind() string { return "square" }
 
 func TestWaitResultOfATypedHandler(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, e testEngine) {
+	forEachEngineInTurn(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
 		noSafetyPoll(t)
 		q, _ := e.mustOpen(t, nil)
