@@ -59,7 +59,7 @@ type jsonLine struct {
 	Priority    int               `json:"priority"`
 	Delay       string            `json:"delay"`
 	RunAt       time.Time         `json:"run_at"`
-	MaxAttempts int               `json:"max_attempts"`
+	MaxAttempts *int              `json:"max_attempts"` // nil: not given, as 0 must not pass for
 	UniqueKey   string            `json:"unique_key"`
 	Tags        []string          `json:"tags"`
 	Meta        map[string]string `json:"meta"`
@@ -79,7 +79,7 @@ type jsonLine struct {
 // Validate refuses a queue, kind, tag, attempts or key no job can have,
 // and reads --at.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
-	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkMaxAttempts(c.MaxAttempts), checkKey(kctx, c.Key), c.checkFollows(kctx), c.checkUnique(kctx), c.check()); err != nil {
+	if err := cmp.Or(checkNewQueue(c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkMaxAttempts(kctx, c.MaxAttempts), checkKey(kctx, c.Key), c.checkFollows(kctx), c.checkUnique(kctx), c.check()); err != nil {
 		return err
 	}
 	if c.At != "" || flagGiven(kctx, "at") { // --at "$WHEN" with WHEN unset is no time, not now
@@ -700,7 +700,7 @@ func (c *enqueueCmd) parseLine(text []byte) (lite.Step, error) {
 // lineJob is the job a line describes.
 func (c *enqueueCmd) lineJob(l jsonLine) (lite.NewJob, error) {
 	j := lite.NewJob{Queue: l.Queue, Kind: l.Kind, Priority: l.Priority, RunAt: l.RunAt,
-		MaxAttempts: l.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta,
+		MaxAttempts: c.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta,
 		DependsOn: l.After, OnDependencyFailure: lite.DependencyPolicy(l.OnDepFail), Callback: callback(l.Callback),
 		Key: cmp.Or(l.Key, c.Key)}
 	if err := c.lineExpiry(&j, l); err != nil {
@@ -712,8 +712,11 @@ func (c *enqueueCmd) lineJob(l jsonLine) (lite.NewJob, error) {
 	if j.Kind == "" {
 		j.Kind = c.Kind
 	}
-	if j.MaxAttempts == 0 {
-		j.MaxAttempts = c.MaxAttempts
+	if l.MaxAttempts != nil {
+		if *l.MaxAttempts == 0 {
+			return j, errors.New(`"max_attempts" 0 would never run the job: give at least 1, or leave it out`)
+		}
+		j.MaxAttempts = *l.MaxAttempts
 	}
 	if j.Tags == nil {
 		j.Tags = c.Tag
