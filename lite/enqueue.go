@@ -600,10 +600,20 @@ func (q *Queue) followAll(ctx context.Context, c conn, rows []jobRow, out []Enqu
 			continue
 		}
 		if err := q.follow(ctx, c, out[i].ID, r.follows); err != nil {
-			return fmt.Errorf("job %d: %w", i, err)
+			return batchJobError(ctx, i, err)
 		}
 	}
 	return nil
+}
+
+// batchJobError names job i of a batch as the one err failed, unless ctx
+// has ended: then the call was cancelled or ran out of time, which is no
+// fault of the job it was at, and the error is the context's alone.
+func batchJobError(ctx context.Context, i int, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("job %d: %w", i, err)
 }
 
 // insertBatch inserts validated jobs in order on c, which is inside a
@@ -643,7 +653,7 @@ func (q *Queue) insertEach(ctx context.Context, c conn, rows []jobRow) ([]Enqueu
 	for i, r := range rows {
 		got, err := q.insert(ctx, c, r)
 		if err != nil && !got.Duplicate {
-			return nil, fmt.Errorf("job %d: %w", i, err)
+			return nil, batchJobError(ctx, i, err)
 		}
 		out[i] = got
 	}
