@@ -304,6 +304,8 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			{"max attempts of 0", db, "", []string{"enqueue", "--max-attempts", "0", "x"}, 2, "lite: enqueue: --max-attempts 0 would never run the job: give at least 1, or leave it out for 10\n"},
 			{"max attempts of 0 on a schedule", db, "", []string{"schedule", "add", "n", "@hourly", "-k", "k", "--max-attempts=0"}, 2, "--max-attempts 0 would never run the job"},
 			{"max attempts of 0 on a file line", db, `{"max_attempts":0}` + "\n", []string{"enqueue", "--file", "-"}, 2, `line 1: "max_attempts" 0 would never run the job`},
+			{"an expiry in no time", db, "", []string{"enqueue", "--expires-in", "0s", "x"}, 2, "lite: enqueue: --expires-in 0s is no time: give a positive duration, or leave it out\n"},
+			{"a negative limit in a declaration", db, `{"owner": "app", "limits": {"q": {"max_running": -1}}}`, []string{"declare", "-"}, 2, `lite: declare: limits of q: "max_running" -1 is negative; 0 lifts the limit` + "\n"},
 			{"a page before job 0", db, "", []string{"ls", "--before", "0"}, 2, "lite: ls: --before 0 is no job id"},
 			{"the jobs of batch 0", db, "", []string{"ls", "--batch", "0"}, 2, "lite: ls: --batch 0 is no batch id"},
 		}
