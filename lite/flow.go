@@ -208,7 +208,7 @@ func checkLimits(queue string, l Limits) error {
 func checkQueueName(queue string) error {
 	switch {
 	case queue == "":
-		return codeError{errors.New("empty queue name"), ErrInvalid}
+		return codeError{errors.New("queue name is empty"), ErrInvalid}
 	case nameProblem(queue) != "":
 		return codeError{fmt.Errorf("queue %q %s", queue, nameProblem(queue)), ErrInvalid}
 	}
