@@ -102,7 +102,7 @@ func TestCLIUniqueWindowsAndDebounce(t *testing.T) {
 				`{"unique_key": "k", "unique_until": "done"}`: `"unique_until" "done" is not started or finished`,
 				`{"unique_key": "k", "unique_for": "soon"}`:   `"unique_for" "soon" is not a duration (90s, 5m, 1h30m, 7d)`,
 				`{"unique_key": "k", "debounce": "soon"}`:     `"debounce" "soon" is not a duration (90s, 5m, 1h30m, 7d)`,
-				`{"unique_for": "1h"}`:                        `UniqueFor, UniqueUntil and Debounce need a UniqueKey`,
+				`{"unique_for": "1h"}`:                        `"unique_for", "unique_until" and "debounce" need a "unique_key"`,
 				`{"unique_key": "k", "unique_for": "0d"}`:     `"unique_for" "0d" is no time`,
 			} {
 				r := runLite(t, db, line+"\n", "enqueue", "--file", "-")

@@ -200,6 +200,15 @@ func TestEnqueueFileLinesSayWhyTheyAreRefused(t *testing.T) {
 		`{"payload": "a", "x": 1}`: `unknown field "x": a line may have queue, kind, payload, priority, delay, run_at, max_attempts, unique_key, unique_for, unique_until, debounce, tags, meta, after, on_dep_failure, callback, name, after_names, key, expires_in, expires_at`,
 		`{"expires_in": "soon"}`:   `"expires_in" "soon" is not a duration (90s, 5m, 1h30m, 7d)`,
 		`{"expires_at": "monday"}`: `"expires_at" "monday" is not an RFC 3339 time (2026-12-01T21:37:05Z)`,
+		`{"after": [1e20]}`:        `"after" must be a whole number from -9223372036854775808 to 9223372036854775807, not 1e20`,
+		`{"run_at": 5}`:            `"run_at" must be a string, an RFC 3339 time (2026-12-01T21:37:05Z)`,
+		`{"delay": "5m", "run_at": "2030-01-01T00:00:00Z"}`:          `give "delay" or "run_at", not both`,
+		`{"debounce": "5m", "unique_key": "k", "delay": "1m"}`:       `give "debounce", "delay" or "run_at", one of them: "debounce" sets the run time`,
+		`{"expires_in": "5m", "expires_at": "2030-01-01T00:00:00Z"}`: `give "expires_in" or "expires_at", not both`,
+		`{"unique_for": "5m"}`:                                       `"unique_for", "unique_until" and "debounce" need a "unique_key"`,
+		`{"run_at": "0001-01-01T00:00:00Z"}`:                         `"run_at" 0001-01-01T00:00:00Z is outside 1970-01-01 to 9999-12-31`,
+		`{"expires_at": "0001-01-01T00:00:00Z"}`:                     `"expires_at" 0001-01-01T00:00:00Z is outside 1970-01-01 to 9999-12-31`,
+		`{"expires_in": "0s"}`:                                       `"expires_in" "0s" is no time: give a positive duration, or leave it out`,
 	} {
 		t.Run(line+" is refused with its line and reason", func(t *testing.T) {
 			is := is.New(t)

@@ -256,12 +256,18 @@ func commandName(kctx *kong.Context) string {
 // flagGiven reports whether the flag name is on the command line, even
 // with an empty value.
 func flagGiven(kctx *kong.Context, name string) bool {
+	return flagCount(kctx, name) > 0
+}
+
+// flagCount is how many times the flag name is on the command line.
+func flagCount(kctx *kong.Context, name string) int {
+	n := 0
 	for _, p := range kctx.Path {
 		if p.Flag != nil && p.Flag.Name == name {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // queueOptions are the options command opens the queue with: a worker's
@@ -356,6 +362,9 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		return usageError{noCommandHint(err)}
 	}
 	command = commandName(kctx)
+	if n := flagCount(kctx, "db"); n > 1 { // kong keeps the last, which may not be the file meant
+		return usagef("--db is given %d times: give it once", n)
+	}
 	if command == "demo" && lite.IsServerURL(cli.DB) {
 		return usagef("demo runs on a SQLite file of its own (--file), not on the server that --db or LITE_DB names (%s)", lite.Redact(cli.DB))
 	}

@@ -109,6 +109,14 @@ func (c *declareCmd) read(env Env) (lite.Declaration, error) {
 		return lite.Declaration{}, usagef("declare: retention %s", err)
 	}
 	for queue, l := range in.Limits {
+		for _, f := range []struct {
+			name string
+			n    int
+		}{{"max_running", l.MaxRunning}, {"max_running_per_key", l.PerKey}} {
+			if f.n < 0 { // in the file's words: the library's name its Go fields
+				return lite.Declaration{}, usagef("declare: limits of %s: %q %d is negative; 0 lifts the limit", safe(queue), f.name, f.n)
+			}
+		}
 		d.Limits[queue] = lite.Limits{MaxRunning: l.MaxRunning, Rate: l.Rate.n, Per: l.Rate.per,
 			MaxRunningPerKey: l.PerKey, Sequence: lite.Sequence(l.Sequence)}
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -58,8 +59,8 @@ type jsonLine struct {
 	Payload     json.RawMessage   `json:"payload"`
 	Priority    int               `json:"priority"`
 	Delay       string            `json:"delay"`
-	RunAt       time.Time         `json:"run_at"`
-	MaxAttempts int               `json:"max_attempts"`
+	RunAt       *time.Time        `json:"run_at"`       // nil: not given, as year 1 must not pass for
+	MaxAttempts *int              `json:"max_attempts"` // nil: not given, as 0 must not pass for
 	UniqueKey   string            `json:"unique_key"`
 	Tags        []string          `json:"tags"`
 	Meta        map[string]string `json:"meta"`
@@ -79,7 +80,7 @@ type jsonLine struct {
 // Validate refuses a queue, kind, tag, attempts or key no job can have,
 // and reads --at.
 func (c *enqueueCmd) Validate(kctx *kong.Context) error {
-	if err := cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkMaxAttempts(c.MaxAttempts), checkKey(kctx, c.Key), c.checkFollows(kctx), c.checkUnique(kctx), c.check()); err != nil {
+	if err := cmp.Or(checkNewQueue(c.Queue), checkName("kind", c.Kind), checkTags(c.Tag), checkMaxAttempts(kctx, c.MaxAttempts), checkKey(kctx, c.Key), c.checkFollows(kctx), c.checkUnique(kctx), c.check()); err != nil {
 		return err
 	}
 	if c.At != "" || flagGiven(kctx, "at") { // --at "$WHEN" with WHEN unset is no time, not now
@@ -91,6 +92,9 @@ func (c *enqueueCmd) Validate(kctx *kong.Context) error {
 			return fmt.Errorf("--at %s is outside 1970-01-01 to 9999-12-31", c.At)
 		}
 		c.runAt = at
+	}
+	if flagGiven(kctx, "expires-in") && c.ExpiresIn <= 0 { // 0 would pass for no expiry at all
+		return usagef("--expires-in %s is no time: give a positive duration, or leave it out", c.ExpiresIn)
 	}
 	if c.ExpiresAt != "" || flagGiven(kctx, "expires-at") {
 		at, err := parseAt(c.ExpiresAt, time.Local)
@@ -618,6 +622,10 @@ func lineError(err error) error {
 		return fmt.Errorf("not valid JSON: %w", err)
 	case errors.As(err, &at):
 		return fmt.Errorf(`"run_at" %q is not an RFC 3339 time (2026-12-01T21:37:05Z)`, at.Value)
+	case strings.HasPrefix(err.Error(), "Time.UnmarshalJSON: "): // run_at not a string
+		return errors.New(`"run_at" must be a string, an RFC 3339 time (2026-12-01T21:37:05Z)`)
+	case errors.As(err, &field) && field.Field != "" && jsonKind(field.Type.Kind()) == "a whole number" && strings.HasPrefix(field.Value, "number "):
+		return fmt.Errorf("%q must be a whole number from %d to %d, not %s", field.Field, math.MinInt64, math.MaxInt64, strings.TrimPrefix(field.Value, "number "))
 	case errors.As(err, &field) && field.Field != "":
 		return fmt.Errorf("%q must be %s, not a JSON %s", field.Field, jsonKind(field.Type.Kind()), field.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -629,7 +637,7 @@ func lineError(err error) error {
 // jsonKind words what a field of kind k takes.
 func jsonKind(k reflect.Kind) string {
 	switch k {
-	case reflect.Int:
+	case reflect.Int, reflect.Int64:
 		return "a whole number"
 	case reflect.String, reflect.Struct: // time.Time reads a string
 		return "a string"
@@ -646,6 +654,25 @@ func callback(kind string) *lite.Callback {
 	return &lite.Callback{Kind: kind}
 }
 
+// checkLineTimes refuses a line that gives two times for one thing, or
+// a time that would pass for none, in the file's words: the library's
+// would name its Go fields.
+func checkLineTimes(l jsonLine) error {
+	switch {
+	case l.Delay != "" && l.RunAt != nil:
+		return errors.New(`give "delay" or "run_at", not both`)
+	case l.Debounce != "" && (l.Delay != "" || l.RunAt != nil):
+		return errors.New(`give "debounce", "delay" or "run_at", one of them: "debounce" sets the run time`)
+	case l.ExpiresIn != "" && l.ExpiresAt != "":
+		return errors.New(`give "expires_in" or "expires_at", not both`)
+	case (l.UniqueFor != "" || l.UniqueUntil != "" || l.Debounce != "") && l.UniqueKey == "":
+		return errors.New(`"unique_for", "unique_until" and "debounce" need a "unique_key"`)
+	case l.RunAt != nil && l.RunAt.IsZero(): // it would run the job now
+		return fmt.Errorf(`"run_at" %s is outside 1970-01-01 to 9999-12-31`, l.RunAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
 // lineExpiry sets j's expiry from its line's expires_in or expires_at,
 // or from the flags when the line gives neither.
 func (c *enqueueCmd) lineExpiry(j *lite.NewJob, l jsonLine) error {
@@ -655,11 +682,17 @@ func (c *enqueueCmd) lineExpiry(j *lite.NewJob, l jsonLine) error {
 		if err != nil {
 			return fmt.Errorf(`"expires_in" %q is not a duration (90s, 5m, 1h30m, 7d)`, l.ExpiresIn)
 		}
+		if d == 0 { // it would pass for no expiry at all
+			return fmt.Errorf(`"expires_in" %q is no time: give a positive duration, or leave it out`, l.ExpiresIn)
+		}
 		j.ExpiresIn = d
 	case l.ExpiresAt != "":
 		at, err := time.Parse(time.RFC3339, l.ExpiresAt)
 		if err != nil {
 			return fmt.Errorf(`"expires_at" %q is not an RFC 3339 time (2026-12-01T21:37:05Z)`, l.ExpiresAt)
+		}
+		if at.IsZero() { // it would pass for no expiry at all
+			return fmt.Errorf(`"expires_at" %s is outside 1970-01-01 to 9999-12-31`, l.ExpiresAt)
 		}
 		j.ExpiresAt = at
 	default:
@@ -699,8 +732,11 @@ func (c *enqueueCmd) parseLine(text []byte) (lite.Step, error) {
 
 // lineJob is the job a line describes.
 func (c *enqueueCmd) lineJob(l jsonLine) (lite.NewJob, error) {
-	j := lite.NewJob{Queue: l.Queue, Kind: l.Kind, Priority: l.Priority, RunAt: l.RunAt,
-		MaxAttempts: l.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta,
+	if err := checkLineTimes(l); err != nil {
+		return lite.NewJob{}, err
+	}
+	j := lite.NewJob{Queue: l.Queue, Kind: l.Kind, Priority: l.Priority, RunAt: *cmp.Or(l.RunAt, &time.Time{}),
+		MaxAttempts: c.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta,
 		DependsOn: l.After, OnDependencyFailure: lite.DependencyPolicy(l.OnDepFail), Callback: callback(l.Callback),
 		Key: cmp.Or(l.Key, c.Key)}
 	if err := c.lineExpiry(&j, l); err != nil {
@@ -712,8 +748,11 @@ func (c *enqueueCmd) lineJob(l jsonLine) (lite.NewJob, error) {
 	if j.Kind == "" {
 		j.Kind = c.Kind
 	}
-	if j.MaxAttempts == 0 {
-		j.MaxAttempts = c.MaxAttempts
+	if l.MaxAttempts != nil {
+		if *l.MaxAttempts == 0 {
+			return j, errors.New(`"max_attempts" 0 would never run the job: give at least 1, or leave it out`)
+		}
+		j.MaxAttempts = *l.MaxAttempts
 	}
 	if j.Tags == nil {
 		j.Tags = c.Tag

@@ -17,6 +17,18 @@ func checkName(flag, name string) error {
 	return nil
 }
 
+// checkNewQueue refuses a --queue that no new job can have, an empty one
+// included (it would pass for no --queue at all), as a usage error.
+func checkNewQueue(name string) error {
+	if name == "" {
+		return usagef("--queue is empty: give a queue's name, or leave --queue out for %s", lite.DefaultQueue)
+	}
+	if err := lite.CheckQueueName(name); err != nil {
+		return usagef("--queue %w", err)
+	}
+	return nil
+}
+
 // checkKey refuses a --key that no job can have: an empty one given
 // (it would pass for no key at all), one the library refuses.
 func checkKey(kctx *kong.Context, key string) error {
@@ -29,10 +41,15 @@ func checkKey(kctx *kong.Context, key string) error {
 	return checkName("key", key)
 }
 
-// checkMaxAttempts refuses a negative --max-attempts, as a usage error.
-func checkMaxAttempts(n int) error {
-	if n < 0 {
+// checkMaxAttempts refuses a --max-attempts under 1, as a usage error.
+// Its zero value stands for the flag left out (the library's default), so
+// a 0 given is refused rather than read as 10.
+func checkMaxAttempts(kctx *kong.Context, n int) error {
+	switch {
+	case n < 0:
 		return usagef("--max-attempts %d is negative: give at least 1, or leave it out for %d", n, lite.DefaultMaxAttempts)
+	case n == 0 && flagGiven(kctx, "max-attempts"):
+		return usagef("--max-attempts 0 would never run the job: give at least 1, or leave it out for %d", lite.DefaultMaxAttempts)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
 )
 
@@ -37,8 +38,8 @@ type scheduleAddCmd struct {
 }
 
 // Validate refuses a queue, kind or attempts no job can have.
-func (c *scheduleAddCmd) Validate() error {
-	return cmp.Or(checkName("queue", c.Queue), checkName("kind", c.Kind), checkMaxAttempts(c.MaxAttempts))
+func (c *scheduleAddCmd) Validate(kctx *kong.Context) error {
+	return cmp.Or(checkNewQueue(c.Queue), checkName("kind", c.Kind), checkMaxAttempts(kctx, c.MaxAttempts))
 }
 
 // Run stores the schedule and prints its next run (--json: the schedule).

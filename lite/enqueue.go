@@ -136,13 +136,51 @@ func nameProblem(name string) string {
 	return ""
 }
 
-// CheckName says why name cannot be a job's queue or kind, or nil when it
-// can.
+// CheckName says why name cannot be a job's kind, or a queue a worker or a
+// filter names, or nil when it can. A name given to a new job, limit or
+// schedule as its queue also passes CheckQueueName.
 func CheckName(name string) error {
 	if problem := nameProblem(name); problem != "" {
 		return fmt.Errorf("%q %s", name, problem)
 	}
 	return nil
+}
+
+// MaxQueueNameChars bounds a queue's name (see CheckQueueName).
+const MaxQueueNameChars = 128
+
+// queueNameSymbols are the characters besides letters and digits that a
+// queue's name may have.
+const queueNameSymbols = "._:-/"
+
+// CheckQueueName says why name cannot be the queue of a new job, limit
+// or schedule, or nil when it can: a queue's name is 1 to
+// MaxQueueNameChars letters (any script), digits, and . _ : - / . Every
+// queue name travels in lists (lite work -q a,b; a worker's log), URLs
+// and metrics labels, where a space, a comma or a quote would split or
+// garble it. A queue named before this rule keeps working: workers,
+// filters, Pause and reads take any name CheckName takes.
+func CheckQueueName(name string) error {
+	if err := CheckName(name); err != nil {
+		return codeError{err, ErrInvalid}
+	}
+	switch n := utf8.RuneCountInString(name); {
+	case n == 0:
+		return codeError{errors.New("name is empty"), ErrInvalid}
+	case n > MaxQueueNameChars:
+		return codeError{fmt.Errorf("name of %d characters: a queue's name has at most %d", n, MaxQueueNameChars), ErrInvalid}
+	}
+	if i := strings.IndexFunc(name, notInQueueName); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(name[i:])
+		return codeError{fmt.Errorf("%q has %q: a queue's name has letters, digits and %s only", name, r, queueNameSymbols), ErrInvalid}
+	}
+	return nil
+}
+
+// notInQueueName says whether r may not be in a queue's name. Marks
+// are letters' accents, as a decomposed ü writes them.
+func notInQueueName(r rune) bool {
+	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) && !strings.ContainsRune(queueNameSymbols, r)
 }
 
 // jobRow is a validated NewJob, ready to bind.
@@ -173,10 +211,11 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 	if r.payload == nil {
 		r.payload = []byte{}
 	}
-	for _, f := range []struct{ name, value string }{{"queue", r.queue}, {"kind", r.kind}} {
-		if problem := nameProblem(f.value); problem != "" {
-			return r, fmt.Errorf("%s %q %s", f.name, f.value, problem)
-		}
+	if err := CheckQueueName(r.queue); err != nil {
+		return r, fmt.Errorf("queue %w", err)
+	}
+	if problem := nameProblem(r.kind); problem != "" {
+		return r, fmt.Errorf("kind %q %s", r.kind, problem)
 	}
 	var err error
 	if r.tags, err = encodeTags(j.Tags); err != nil {
@@ -527,10 +566,20 @@ func (q *Queue) followAll(ctx context.Context, c conn, rows []jobRow, out []Enqu
 			continue
 		}
 		if err := q.follow(ctx, c, out[i].ID, r.follows); err != nil {
-			return fmt.Errorf("job %d: %w", i, err)
+			return batchJobError(ctx, i, err)
 		}
 	}
 	return nil
+}
+
+// batchJobError names job i of a batch as the one err failed, unless ctx
+// has ended: then the call was cancelled or ran out of time, which is no
+// fault of the job it was at, and the error is the context's alone.
+func batchJobError(ctx context.Context, i int, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("job %d: %w", i, err)
 }
 
 // insertBatch inserts validated jobs in order on c, which is inside a
@@ -570,7 +619,7 @@ func (q *Queue) insertEach(ctx context.Context, c conn, rows []jobRow) ([]Enqueu
 	for i, r := range rows {
 		got, err := q.insert(ctx, c, r)
 		if err != nil && !got.Duplicate {
-			return nil, fmt.Errorf("job %d: %w", i, err)
+			return nil, batchJobError(ctx, i, err)
 		}
 		out[i] = got
 	}

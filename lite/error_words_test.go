@@ -1,6 +1,7 @@
 package lite_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -23,6 +24,24 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 			err = mustGet(t, q, id).Err()
 			is.True(errors.Is(err, lite.ErrCancelled))
 			is.True(strings.HasPrefix(err.Error(), "job 1 expired: not started by ")) // not a bare "cancelled"
+		})
+
+		t.Run("a context that ends inside a batch is reported as itself, not as a job's failure", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, nil)
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			for _, jobs := range [][]lite.NewJob{
+				{{UniqueKey: "a"}, {UniqueKey: "b"}}, // one statement each
+				{{}},
+			} {
+				tx, err := q.DB().BeginTx(t.Context(), nil)
+				is.NoErr(err)
+				_, err = lite.InsertBatch(ctx, q, tx, jobs)
+				is.True(errors.Is(err, context.Canceled))
+				is.Equal(err.Error(), "context canceled") // no "job 0: ": job 0 did nothing wrong
+				is.NoErr(tx.Rollback())
+			}
 		})
 	})
 }

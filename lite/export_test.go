@@ -10,6 +10,17 @@ import (
 	"time"
 )
 
+// InsertBatch checks and inserts jobs on tx as a batch's transaction does,
+// with ctx as its caller's: for tests of what a context that ends inside
+// the batch makes of its error.
+func InsertBatch(ctx context.Context, q *Queue, tx *sql.Tx, jobs []NewJob) ([]Enqueued, error) {
+	rows, err := q.validateBatch(jobs)
+	if err != nil {
+		return nil, err
+	}
+	return q.insertBatch(ctx, tx, rows)
+}
+
 // SetIdleHook lets tests know when a worker's loop has leased what it
 // could and decided how to wait, just before it waits.
 func SetIdleHook(w *Worker, hook func()) { w.idleHook = hook }

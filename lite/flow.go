@@ -194,8 +194,8 @@ func (q *Queue) SetLimits(ctx context.Context, queue string, l Limits) error {
 }
 
 func checkLimits(queue string, l Limits) error {
-	if err := checkQueueName(queue); err != nil {
-		return err
+	if err := CheckQueueName(queue); err != nil {
+		return fmt.Errorf("queue %w", err)
 	}
 	if err := l.check(); err != nil {
 		return codeError{err, ErrInvalid}
@@ -203,10 +203,12 @@ func checkLimits(queue string, l Limits) error {
 	return nil
 }
 
+// checkQueueName refuses a name no queue can have, and takes one that
+// predates CheckQueueName's rule, so that such a queue can be paused.
 func checkQueueName(queue string) error {
 	switch {
 	case queue == "":
-		return codeError{errors.New("empty queue name"), ErrInvalid}
+		return codeError{errors.New("queue name is empty"), ErrInvalid}
 	case nameProblem(queue) != "":
 		return codeError{fmt.Errorf("queue %q %s", queue, nameProblem(queue)), ErrInvalid}
 	}

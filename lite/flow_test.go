@@ -121,7 +121,7 @@ func TestBadLimitsAreRefusedAndChangeNothing(t *testing.T) {
 			"a Rate without a Per":      {"q", lite.Limits{Rate: 5}, "Rate of 5 has no Per"},
 			"a Per without a Rate":      {"q", lite.Limits{Per: time.Second}, "Per of 1s has no Rate"},
 			"a Per under a millisecond": {"q", lite.Limits{Rate: 1, Per: time.Microsecond}, "under a millisecond"},
-			"an empty queue name":       {"", lite.Limits{MaxRunning: 1}, "empty queue name"},
+			"an empty queue name":       {"", lite.Limits{MaxRunning: 1}, "queue name is empty"},
 			"a control character":       {"a\nb", lite.Limits{MaxRunning: 1}, "control character"},
 		} {
 			t.Run(name, func(t *testing.T) {
