@@ -106,7 +106,7 @@ func (q *Queue) fire(ctx context.Context, d dueSchedule) (bool, error) {
 			return err
 		}
 		fired = true
-		job.runAt = d.tick // the job names the tick it stands for
+		job.runAt, job.fromNow = d.tick, false // the job names the tick it stands for
 		// A unique key held by an unfinished job skips this tick's job:
 		// the schedule asked for runs that never overlap.
 		if _, err := q.insert(ctx, tx, job); err != nil && !errors.Is(err, ErrDuplicate) {
