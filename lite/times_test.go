@@ -51,12 +51,15 @@ func TestAHeartbeatIsNeverBeforeItsLease(t *testing.T) {
 	})
 }
 
+// leaseEnd is a way a lease ends, by its name.
+type leaseEnd struct {
+	name string
+	end  func(q *lite.Queue, l lite.Lease) error
+}
+
 func TestAJobNeverFinishesBeforeItsLease(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
-		ends := []struct {
-			name string
-			end  func(q *lite.Queue, l lite.Lease) error
-		}{
+		ends := []leaseEnd{
 			{"an ack done", func(q *lite.Queue, l lite.Lease) error { return q.AckDone(t.Context(), l, nil) }},
 			{"an ack of many", func(q *lite.Queue, l lite.Lease) error {
 				res, err := q.AckDoneMany(t.Context(), []lite.Done{{Lease: l}})
@@ -118,10 +121,7 @@ func TestAJobNeverFinishesBeforeItWasCreated(t *testing.T) {
 
 func TestAJobsNextRunIsNeverBeforeTheLeaseItFollows(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
-		ends := []struct {
-			name string
-			end  func(q *lite.Queue, l lite.Lease) error
-		}{
+		ends := []leaseEnd{
 			{"a snooze", func(q *lite.Queue, l lite.Lease) error { return q.Snooze(t.Context(), l, 0) }},
 			{"a failure that retries the job", func(q *lite.Queue, l lite.Lease) error {
 				return q.AckFailed(t.Context(), l, errors.New("again"))
