@@ -48,10 +48,10 @@ func checkOwned(res sql.Result, err error, l Lease) error {
 
 var ackDoneSQL = stmt{
 	sqlite: `update lite_jobs
-set state = 'done', result = ?, finished_at = ?
-where id = ? and generation = ? and state = 'running'`,
+set state = 'done', result = ?1, finished_at = ` + jobTime("?2").sqlite + `
+where id = ?3 and generation = ?4 and state = 'running'`,
 	postgres: `update lite_jobs
-set state = 'done', result = $1, finished_at = $2
+set state = 'done', result = $1, finished_at = ` + jobTime("$2::bigint").postgres + `
 where id = $3 and generation = $4 and state = 'running'`,
 }
 
@@ -107,8 +107,8 @@ type Done struct {
 // held. Results travel as hex, since JSON cannot carry bytes.
 var ackDoneManySQL = stmt{
 	sqlite: `update lite_jobs
-set state = 'done', result = unhex(a.value ->> 2), finished_at = ?
-from json_each(?) as a
+set state = 'done', result = unhex(a.value ->> 2), finished_at = ` + jobTime("?1").sqlite + `
+from json_each(?2) as a
 where lite_jobs.id = a.value ->> 0 and lite_jobs.generation = a.value ->> 1 and lite_jobs.state = 'running'
 returning lite_jobs.id, lite_jobs.generation`,
 	postgres: ackDoneManyPostgres("$1", "$2"),
@@ -119,7 +119,7 @@ returning lite_jobs.id, lite_jobs.generation`,
 // round (see ackAndLeaseSQL) runs it beside a lease.
 func ackDoneManyPostgres(now, list string) string {
 	return `update lite_jobs
-set state = 'done', result = decode(a.value ->> 2, 'hex'), finished_at = ` + now + `
+set state = 'done', result = decode(a.value ->> 2, 'hex'), finished_at = ` + jobTime(now+"::bigint").postgres + `
 from jsonb_array_elements(` + list + `::jsonb) as a(value)
 where lite_jobs.id = (a.value ->> 0)::bigint and lite_jobs.generation = (a.value ->> 1)::bigint and lite_jobs.state = 'running'
 returning lite_jobs.id, lite_jobs.generation`
@@ -294,8 +294,8 @@ var keptErrors = stmt{
 var ackFailedSQL = stmt{
 	sqlite: `update lite_jobs
 set state = case when ?1 or attempts >= max_attempts then 'dead' else 'available' end,
-    run_at = case when ?1 or attempts >= max_attempts then run_at else ?2 end,
-    finished_at = case when ?1 or attempts >= max_attempts then ?3 end,
+    run_at = case when ?1 or attempts >= max_attempts then run_at else ` + jobTime("?2").sqlite + ` end,
+    finished_at = case when ?1 or attempts >= max_attempts then ` + jobTime("?3").sqlite + ` end,
     ` + leaseKeptIf("?1 or attempts >= max_attempts") + `,
     errors = json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?3, 'error', ?4))
@@ -303,8 +303,8 @@ where id = ?5 and generation = ?6 and state = 'running'
 returning state, run_at, attempts, max_attempts`,
 	postgres: `update lite_jobs
 set state = case when $1::boolean or attempts >= max_attempts then 'dead' else 'available' end,
-    run_at = case when $1 or attempts >= max_attempts then run_at else $2::bigint end,
-    finished_at = case when $1 or attempts >= max_attempts then $3::bigint end,
+    run_at = case when $1 or attempts >= max_attempts then run_at else ` + jobTime("$2::bigint").postgres + ` end,
+    finished_at = case when $1 or attempts >= max_attempts then ` + jobTime("$3::bigint").postgres + ` end,
     ` + leaseKeptIf("$1 or attempts >= max_attempts") + `,
     errors = ` + keptErrors.postgres + ` || jsonb_build_object(
         'attempt', attempts, 'generation', generation, 'at', $3::bigint, 'error', $4::text)
@@ -554,9 +554,9 @@ func (q *Queue) ReleaseUnowned(ctx context.Context, id int64) (int64, error) {
 }
 
 var snoozeSQL = stmt{
-	sqlite: `update lite_jobs set ` + releaseSet + `, run_at = ?
-where id = ? and generation = ? and state = 'running'`,
-	postgres: `update lite_jobs set ` + releaseSet + `, run_at = $1
+	sqlite: `update lite_jobs set ` + releaseSet + `, run_at = ` + jobTime("?1").sqlite + `
+where id = ?2 and generation = ?3 and state = 'running'`,
+	postgres: `update lite_jobs set ` + releaseSet + `, run_at = ` + jobTime("$1::bigint").postgres + `
 where id = $2 and generation = $3 and state = 'running'`,
 }
 

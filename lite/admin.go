@@ -67,11 +67,11 @@ returning generation`,
 // cancelSet is what a cancel writes, one job's or a batch's: ?1 the time,
 // ?2 the error the log records for a running job.
 var cancelSet = stmt{
-	sqlite: `set state = 'cancelled', finished_at = ?1,
+	sqlite: `set state = 'cancelled', finished_at = ` + jobTime("?1").sqlite + `,
     generation = generation + (state = 'running'),
     errors = case when state = 'running' then json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?1, 'error', ?2)) else errors end`,
-	postgres: `set state = 'cancelled', finished_at = $1,
+	postgres: `set state = 'cancelled', finished_at = ` + jobTime("$1::bigint").postgres + `,
     generation = generation + (state = 'running')::int,
     errors = case when state = 'running' then ` + keptErrors.postgres + ` || jsonb_build_object(
         'attempt', attempts, 'generation', generation, 'at', $1::bigint, 'error', $2::text) else errors end`,

@@ -189,6 +189,7 @@ type jobRow struct {
 	payload     []byte
 	priority    int
 	runAt       int64
+	fromNow     bool // runAt counts from the time validate read (no RunAt given)
 	maxAttempts int
 	uniqueKey   sql.NullString
 	tags, meta  string // JSON texts; "" (a schedule's job) is none
@@ -253,6 +254,7 @@ func (q *Queue) validate(j NewJob) (jobRow, error) {
 			minRunAt.Format(time.DateOnly), maxRunAt.Format(time.DateOnly))
 	}
 	r.runAt = runAt.UnixMilli()
+	r.fromNow = j.RunAt.IsZero()
 	if err := r.setKeyAndExpiry(j, now); err != nil {
 		return r, err
 	}
@@ -306,16 +308,20 @@ func (r *jobRow) setKeyAndExpiry(j NewJob, now time.Time) error {
 	return nil
 }
 
-// insertJobSQL adds one job. A job with a unique key takes its hold
-// first (see insertHeld).
+// insertJobSQL adds one job; a job with a unique key takes its hold
+// first (see insertHeld). A job whose run time counts from now (?14: no
+// RunAt given) is due no earlier than its created_at (?8), read once the
+// write holds its lock: the time its run time counts from was read
+// before that wait.
 var insertJobSQL = stmt{
 	sqlite: `insert into lite_jobs
     (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta, job_key, expires_at, unique_hold)
-values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+values (?1, ?2, ?3, ?4, case when ?14 then max(?5, ?8) else ?5 end, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 returning id`,
 	postgres: `insert into lite_jobs
     (queue, kind, payload, priority, run_at, max_attempts, unique_key, created_at, tags, meta, job_key, expires_at, unique_hold)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, $10::text::jsonb, $11, $12, $13)
+values ($1, $2, $3, $4, case when $14::boolean then greatest($5::bigint, $8::bigint) else $5::bigint end,
+    $6, $7, $8, $9::text::jsonb, $10::text::jsonb, $11, $12, $13)
 returning id`,
 }
 
@@ -350,7 +356,7 @@ func (q *Queue) insertRow(ctx context.Context, c conn, r jobRow) (int64, error) 
 	var id int64
 	err := c.QueryRowContext(ctx, q.sql(insertJobSQL), r.queue, r.kind, r.payload, r.priority, r.runAt,
 		r.maxAttempts, r.uniqueKey, q.nowOn(c).UnixMilli(), orEmpty(r.tags, emptyTags), orEmpty(r.meta, emptyMeta), r.key, r.expiresAt,
-		r.unique.hold).Scan(&id)
+		r.unique.hold, r.fromNow).Scan(&id)
 	return id, err
 }
 
@@ -632,18 +638,22 @@ func (q *Queue) insertEach(ctx context.Context, c conn, rows []jobRow) ([]Enqueu
 // batch rather than once per job: on SQLite that makes a batch three to
 // four times faster. The jobs come as one JSON array of
 // [queue, kind, payload in hex, priority, run_at, max_attempts, tags,
-// meta, key, expires_at], tags and meta each as their JSON text in a
-// string, key and expires_at null for none. Both
+// meta, key, expires_at, from_now], tags and meta each as their JSON text
+// in a string, key and expires_at null for none; a job whose run time
+// counts from now (from_now) is due no earlier than its created_at, as
+// insertJobSQL's. Both
 // engines hand out ids in the order rows are inserted, and the rows are
 // inserted in the array's order, so the ids sorted are the jobs' in order.
 var insertManySQL = stmt{
 	sqlite: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at, tags, meta, job_key, expires_at)
-select value ->> 0, value ->> 1, unhex(value ->> 2), value ->> 3, value ->> 4, value ->> 5, ?2,
+select value ->> 0, value ->> 1, unhex(value ->> 2), value ->> 3,
+       case when value ->> 10 then max(value ->> 4, ?2) else value ->> 4 end, value ->> 5, ?2,
        value ->> 6, value ->> 7, value ->> 8, value ->> 9
 from json_each(?1) order by key
 returning id`,
 	postgres: `insert into lite_jobs (queue, kind, payload, priority, run_at, max_attempts, created_at, tags, meta, job_key, expires_at)
-select j ->> 0, j ->> 1, decode(j ->> 2, 'hex'), (j ->> 3)::bigint, (j ->> 4)::bigint, (j ->> 5)::bigint, $2,
+select j ->> 0, j ->> 1, decode(j ->> 2, 'hex'), (j ->> 3)::bigint,
+       case when (j ->> 10)::boolean then greatest((j ->> 4)::bigint, $2::bigint) else (j ->> 4)::bigint end, (j ->> 5)::bigint, $2,
        (j ->> 6)::jsonb, (j ->> 7)::jsonb, j ->> 8, (j ->> 9)::bigint
 from jsonb_array_elements($1::jsonb) with ordinality as e(j, n) order by n
 returning id`,
@@ -761,6 +771,8 @@ func (q *Queue) insertManyIDs(ctx context.Context, c conn, rows []jobRow, ids []
 			jobs = append(append(jobs, ','), quoted...)
 		}
 		jobs = appendKeyAndExpiry(jobs, r)
+		jobs = append(jobs, ',')
+		jobs = strconv.AppendBool(jobs, r.fromNow)
 		jobs = append(jobs, ']')
 	}
 	jobs = append(jobs, ']')

@@ -20,7 +20,7 @@ const expireBatch = 1000
 // lease refuses an expired job already (see notExpired); this makes it
 // visible as finished and ends what waits on it.
 var expireSQL = stmt{
-	sqlite: `update lite_jobs set state = 'cancelled', finished_at = ?1,
+	sqlite: `update lite_jobs set state = 'cancelled', finished_at = ` + jobTime("?1").sqlite + `,
     errors = json_insert(` + keptErrors.sqlite + `, '$[#]', json_object(
         'attempt', attempts, 'generation', generation, 'at', ?1,
         'error', 'expired: not started by ' || strftime('%Y-%m-%dT%H:%M:%fZ', expires_at / 1000.0, 'unixepoch')))
@@ -29,7 +29,7 @@ where id in (select id from lite_jobs
     order by expires_at limit ` + strconv.Itoa(expireBatch) + `)
   and state = 'available'
 returning id`,
-	postgres: `update lite_jobs set state = 'cancelled', finished_at = $1,
+	postgres: `update lite_jobs set state = 'cancelled', finished_at = ` + jobTime("$1::bigint").postgres + `,
     errors = ` + keptErrors.postgres + ` || jsonb_build_object(
         'attempt', attempts, 'generation', generation, 'at', $1::bigint,
         'error', 'expired: not started by ' || to_char(to_timestamp(expires_at / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))

@@ -83,6 +83,22 @@ func SetHostClock(f func() time.Time) (restore func()) {
 	return func() { hostNow = old }
 }
 
+// ServerClock is a server queue's clock, read again by hand.
+type ServerClock struct{ c *serverClock }
+
+// NewServerClock reads the server's clock on db as a server queue's Open
+// does.
+func NewServerClock(ctx context.Context, db *sql.DB) (ServerClock, error) {
+	c, err := newServerClock(ctx, db)
+	return ServerClock{c}, err
+}
+
+// Sync reads the server's clock again.
+func (c ServerClock) Sync(ctx context.Context) error { return c.c.sync(ctx) }
+
+// Now is the server's time as the clock reckons it.
+func (c ServerClock) Now() time.Time { return c.c.now() }
+
 // FireAfter fires the schedules that are due as a worker would, but runs
 // between after reading them and before firing: another process's write
 // that lands in that window.

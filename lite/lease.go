@@ -83,11 +83,11 @@ func filterFor(queues []string) queueFilter {
 // loop takes.
 var leaseSet = stmt{
 	sqlite: `state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = ` + uuidV4SQL + `, locked_by = ?1, leased_at = ?2, heartbeat_at = ?2, worker_id = ?3, stale_after_ms = ?4,
-    first_leased_at = coalesce(first_leased_at, ?2), parked = null, parked_on = null`,
+    lease_token = ` + uuidV4SQL + `, locked_by = ?1, leased_at = ` + jobTime("?2").sqlite + `, heartbeat_at = ` + jobTime("?2").sqlite + `,
+    worker_id = ?3, stale_after_ms = ?4, first_leased_at = coalesce(first_leased_at, ` + jobTime("?2").sqlite + `), parked = null, parked_on = null`,
 	postgres: `state = 'running', generation = generation + 1, attempts = attempts + 1,
-    lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = $2, heartbeat_at = $2, worker_id = $3, stale_after_ms = $4,
-    first_leased_at = coalesce(first_leased_at, $2), parked = null, parked_on = null`,
+    lease_token = gen_random_uuid()::text, locked_by = $1, leased_at = ` + jobTime("$2").postgres + `, heartbeat_at = ` + jobTime("$2").postgres + `,
+    worker_id = $3, stale_after_ms = $4, first_leased_at = coalesce(first_leased_at, ` + jobTime("$2").postgres + `), parked = null, parked_on = null`,
 }
 
 // leaseFlow is lite_flow for a lease: its now is leased_at (?2).
@@ -652,15 +652,15 @@ func (q *Queue) whyNotLeased(ctx context.Context, id int64, kinds []string) erro
 // (ranAt): a renewal that waited behind a transaction holding a job's
 // row records when it landed, not when it began.
 var renewSQL = stmt{
-	sqlite: `update lite_jobs set heartbeat_at = ?
+	sqlite: `update lite_jobs set heartbeat_at = ` + jobTime("?1").sqlite + `
 where state = 'running'
-  and (id, generation) in (select value ->> 0, value ->> 1 from json_each(?))
+  and (id, generation) in (select value ->> 0, value ->> 1 from json_each(?2))
 returning id, generation`,
 	postgres: `with renewed as (select id from lite_jobs
 where state = 'running'
   and (id, generation) in (select (value ->> 0)::bigint, (value ->> 1)::bigint from jsonb_array_elements($2::jsonb))
 for no key update)
-update lite_jobs set heartbeat_at = ` + ranAt("$1") + `
+update lite_jobs set heartbeat_at = ` + jobTime(ranAt("$1")).postgres + `
 from renewed where lite_jobs.id = renewed.id
 returning lite_jobs.id, lite_jobs.generation`,
 }

@@ -106,7 +106,7 @@ func (q *Queue) fire(ctx context.Context, d dueSchedule) (bool, error) {
 			return err
 		}
 		fired = true
-		job.runAt = d.tick // the job names the tick it stands for
+		job.runAt, job.fromNow = d.tick, false // the job names the tick it stands for
 		if job.uniqueKey.Valid {
 			job.unique.hold = keyHold()
 		}

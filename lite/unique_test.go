@@ -142,7 +142,7 @@ func TestAUniqueKeyHeldUntilAState(t *testing.T) {
 			for a, holder := range holdKinds {
 				for b, other := range holdKinds {
 					t.Run(a+" keeps out "+b, func(t *testing.T) {
-						queue := "q-" + a + "-" + b // a queue of its own: the key is per queue
+						queue := strings.ReplaceAll("q-"+a+"-"+b, " ", "-") // a queue of its own: the key is per queue
 						holder.Queue, other.Queue = queue, queue
 						enqueueHeld(t, q, other, mustEnqueue(t, q, holder))
 					})
@@ -184,7 +184,7 @@ func TestARetriedHolderTakesItsHoldBack(t *testing.T) {
 				for b, other := range holdKinds {
 					t.Run(b+" holds, "+a+" retried", func(t *testing.T) {
 						is := is.New(t)
-						queue := "q-" + a + "-" + b // a queue of its own: the key is per queue
+						queue := strings.ReplaceAll("q-"+a+"-"+b, " ", "-") // a queue of its own: the key is per queue
 						job.Queue, other.Queue = queue, queue
 						first := mustEnqueue(t, q, job)
 						j := mustLeaseOne(t, q, queue)
