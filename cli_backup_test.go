@@ -76,6 +76,13 @@ func TestRestoreRefusesAFileAWorkerProcessHasOpen(t *testing.T) {
 	r = runLite(t, db, "", "restore", "--force", dest)
 	is.Equal(r.code, 1)
 	is.Equal(r.stderr, "lite: restore "+dest+" to "+db+": database in use: another process has it open; stop it first\n")
+	// Fenced in place, its running jobs would start a second time while
+	// the first runs: refused too, --force or not.
+	for _, args := range [][]string{{"restore", "--in-place"}, {"restore", "--in-place", "--force"}} {
+		r = runLite(t, db, "", args...)
+		is.Equal(r.code, 1)
+		is.Equal(r.stderr, "lite: check "+db+": database in use: another process has it open; stop it first, as a restore is fenced before any worker starts\n")
+	}
 
 	// Killed, the worker is still announced, and no longer has the file
 	// open: --force replaces it.
@@ -100,6 +107,12 @@ func TestRestoreInPlaceRefusesWhileWorkersAreLive(t *testing.T) {
 		r := runLite(t, db, "", "restore", "--in-place")
 		is.Equal(r.code, 1)
 		is.Equal(strings.Count(r.stderr, "\n"), 1)
+		if e.name == "sqlite" {
+			// The worker has the file open: refused before its workers
+			// are read, --force or not (TestRestoreRefusesAFileAWorkerProcessHasOpen).
+			is.True(strings.Contains(r.stderr, "another process has it open"))
+			return
+		}
 		is.True(strings.Contains(r.stderr, "workers are running: 1 live would see their running jobs started again; stop them first (lite workers lists them), or give --force"))
 		is.True(strings.HasPrefix(mustLite(t, db, "", "restore", "--in-place", "--force"), "fenced "))
 	})

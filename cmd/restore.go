@@ -14,7 +14,7 @@ import (
 type restoreCmd struct {
 	Src     string `arg:"" optional:"" name:"src" type:"path" help:"A copy lite backup made, to put at --db."`
 	InPlace bool   `name:"in-place" help:"Fence --db as it is, after a restore made by other means (a file copied back, a PostgreSQL point-in-time recovery), before any worker starts."`
-	Force   bool   `help:"Replace, or fence, --db though workers are announced live on it (lite workers); a file another process has open is refused all the same."`
+	Force   bool   `help:"Replace, or fence, --db though workers are announced live on it (lite workers), as after they were killed; a file another process has open is refused all the same."`
 	replicaFlags
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -39,6 +40,18 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "enqueuer:", err)
 			os.Exit(1)
 		}
+		os.Exit(0)
+	}
+	if path := os.Getenv("LITE_TEST_HOLDER"); path != "" {
+		// Holds the file open, as a worker does, until stdin closes.
+		q, err := lite.Open(context.Background(), path, lite.Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "holder:", err)
+			os.Exit(1)
+		}
+		fmt.Println("open")
+		io.Copy(io.Discard, os.Stdin)
+		q.Close()
 		os.Exit(0)
 	}
 	if path := os.Getenv("LITE_TEST_LEASER"); path != "" {

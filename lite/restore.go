@@ -135,19 +135,32 @@ func (q *Queue) FenceRestore(ctx context.Context) (FenceReport, error) {
 	return rep, nil
 }
 
+// errCannotTell is heldElsewhere's answer where the system cannot say
+// whether another process holds a file's lock without taking one.
+var errCannotTell = errors.New("cannot tell whether another process holds the file")
+
 // CheckInPlace refuses to fence the SQLite file at path in place (lite
-// restore --in-place, after a copy was put back by hand) while a -wal
-// lies beside it that no process holds: killed processes left it, and if
-// the file was copied back it belongs to the file replaced; opening the
-// copy would replay it onto it, and ruin it for good. Call it before
-// opening the file. On Windows it cannot tell, and refuses nothing.
+// restore --in-place, after a copy was put back by hand) while another
+// process has it open (ErrInUse: its running jobs, made available, would
+// start a second time while the first runs, whatever workers are
+// announced), and while a -wal lies beside it that no process holds:
+// killed processes left it, and if the file was copied back it belongs
+// to the file replaced; opening the copy would replay it onto it, and
+// ruin it for good. Call it before opening the file. On Windows it cannot
+// tell, and refuses nothing.
 func CheckInPlace(path string) error {
 	if _, err := os.Lstat(path + "-wal"); err != nil {
-		return nil
+		return nil // no process has a WAL database open without its -wal
 	}
 	held, err := heldElsewhere(path)
-	if err != nil || held {
+	if errors.Is(err, errCannotTell) {
+		return nil
+	}
+	if err != nil {
 		return err
+	}
+	if held {
+		return fmt.Errorf("check %s: %w: another process has it open; stop it first, as a restore is fenced before any worker starts", Redact(path), ErrInUse)
 	}
 	return fmt.Errorf("check %s: %s-wal lies beside it, left by processes that were killed, and opening the file replays it: if you copied the file back by hand, the WAL belongs to the file you replaced: delete %[2]s-wal and %[2]s-shm; if you did not, open the file once (lite ls) to fold the WAL in; then run this again", Redact(path), Redact(path))
 }

@@ -1,10 +1,13 @@
 package lite_test
 
 import (
+	"bufio"
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -292,6 +295,29 @@ func TestRestoreRefuses(t *testing.T) {
 		src, path := copyAndPath(t) // the queue on path stays open
 		_, err := lite.Restore(t.Context(), src, path, lite.RestoreOptions{Force: true})
 		is.True(errors.Is(err, lite.ErrInUse))
+	})
+
+	t.Run("a file another process has open is not fenced in place", func(t *testing.T) {
+		if runtime.GOOS == "windows" {
+			t.Skip("Windows cannot tell who holds a file's lock")
+		}
+		is := is.New(t)
+		q, path := mustOpen(t, newFakeClock())
+		mustEnqueue(t, q, lite.NewJob{})
+		is.NoErr(q.Close())
+		holder := exec.Command(os.Args[0], "-test.run=^$")
+		holder.Env = append(os.Environ(), "LITE_TEST_HOLDER="+path)
+		stdin, err := holder.StdinPipe()
+		is.NoErr(err)
+		stdout, err := holder.StdoutPipe()
+		is.NoErr(err)
+		is.NoErr(holder.Start())
+		t.Cleanup(func() { stdin.Close(); holder.Wait() })
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		is.NoErr(err)
+		is.Equal(line, "open\n")
+		err = lite.CheckInPlace(path)
+		is.True(errors.Is(err, lite.ErrInUse)) // why: its running jobs would start again while the first runs
 	})
 
 	t.Run("a file with live workers is refused unless forced", func(t *testing.T) {
