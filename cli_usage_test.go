@@ -209,6 +209,8 @@ func TestEnqueueFileLinesSayWhyTheyAreRefused(t *testing.T) {
 		`{"run_at": "0001-01-01T00:00:00Z"}`:                         `"run_at" 0001-01-01T00:00:00Z is outside 1970-01-01 to 9999-12-31`,
 		`{"expires_at": "0001-01-01T00:00:00Z"}`:                     `"expires_at" 0001-01-01T00:00:00Z is outside 1970-01-01 to 9999-12-31`,
 		`{"expires_in": "0s"}`:                                       `"expires_in" "0s" is no time: give a positive duration, or leave it out`,
+		`{"queue": ""}`:                                              `"queue" is empty: give a queue's name, or leave it out for --queue's`,
+		`{"max_attempts": -1}`:                                       `"max_attempts" -1 is negative: give at least 1, or leave it out`,
 	} {
 		t.Run(line+" is refused with its line and reason", func(t *testing.T) {
 			is := is.New(t)

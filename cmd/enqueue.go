@@ -54,7 +54,7 @@ type enqueueCmd struct {
 // jsonLine is one line of an enqueue file. A string payload is stored as
 // its text, any other JSON value as its JSON.
 type jsonLine struct {
-	Queue       string            `json:"queue"`
+	Queue       *string           `json:"queue"` // nil: not given, as "" must not pass for it
 	Kind        string            `json:"kind"`
 	Payload     json.RawMessage   `json:"payload"`
 	Priority    int               `json:"priority"`
@@ -735,22 +735,28 @@ func (c *enqueueCmd) lineJob(l jsonLine) (lite.NewJob, error) {
 	if err := checkLineTimes(l); err != nil {
 		return lite.NewJob{}, err
 	}
-	j := lite.NewJob{Queue: l.Queue, Kind: l.Kind, Priority: l.Priority, RunAt: *cmp.Or(l.RunAt, &time.Time{}),
+	j := lite.NewJob{Queue: c.Queue, Kind: l.Kind, Priority: l.Priority, RunAt: *cmp.Or(l.RunAt, &time.Time{}),
 		MaxAttempts: c.MaxAttempts, UniqueKey: l.UniqueKey, Tags: l.Tags, Meta: l.Meta,
 		DependsOn: l.After, OnDependencyFailure: lite.DependencyPolicy(l.OnDepFail), Callback: callback(l.Callback),
 		Key: cmp.Or(l.Key, c.Key)}
 	if err := c.lineExpiry(&j, l); err != nil {
 		return j, err
 	}
-	if j.Queue == "" {
-		j.Queue = c.Queue
+	if l.Queue != nil {
+		if *l.Queue == "" {
+			return j, errors.New(`"queue" is empty: give a queue's name, or leave it out for --queue's`)
+		}
+		j.Queue = *l.Queue
 	}
 	if j.Kind == "" {
 		j.Kind = c.Kind
 	}
 	if l.MaxAttempts != nil {
-		if *l.MaxAttempts == 0 {
+		switch {
+		case *l.MaxAttempts == 0:
 			return j, errors.New(`"max_attempts" 0 would never run the job: give at least 1, or leave it out`)
+		case *l.MaxAttempts < 0:
+			return j, fmt.Errorf(`"max_attempts" %d is negative: give at least 1, or leave it out`, *l.MaxAttempts)
 		}
 		j.MaxAttempts = *l.MaxAttempts
 	}

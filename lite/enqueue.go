@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // NewJob describes a job to enqueue. The zero value of each field is its
@@ -155,8 +157,9 @@ const queueNameSymbols = "._:-/"
 
 // CheckQueueName says why name cannot be the queue of a new job, limit
 // or schedule, or nil when it can: a queue's name is 1 to
-// MaxQueueNameChars letters (any script), digits, and . _ : - / . Every
-// queue name travels in lists (lite work -q a,b; a worker's log), URLs
+// MaxQueueNameChars letters (any script, composed: NFC), digits, and
+// . _ : - / . Every queue name travels in lists (lite work -q a,b; a
+// worker's log), URLs
 // and metrics labels, where a space, a comma or a quote would split or
 // garble it. A queue named before this rule keeps working: workers,
 // filters, Pause and reads take any name CheckName takes.
@@ -170,17 +173,32 @@ func CheckQueueName(name string) error {
 	case n > MaxQueueNameChars:
 		return codeError{fmt.Errorf("name of %d characters: a queue's name has at most %d", n, MaxQueueNameChars), ErrInvalid}
 	}
-	if i := strings.IndexFunc(name, notInQueueName); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(name[i:])
-		return codeError{fmt.Errorf("%q has %q: a queue's name has letters, digits and %s only", name, r, queueNameSymbols), ErrInvalid}
+	prev := rune(-1)
+	for _, r := range name {
+		if !inQueueName(r, prev) {
+			return codeError{fmt.Errorf("%q has %q: a queue's name has letters, digits and %s only", name, r, queueNameSymbols), ErrInvalid}
+		}
+		prev = r
+	}
+	if !norm.NFC.IsNormalString(name) {
+		return codeError{fmt.Errorf("%q is not written composed (Unicode NFC): it would be another queue than the one that looks the same", name), ErrInvalid}
 	}
 	return nil
 }
 
-// notInQueueName says whether r may not be in a queue's name. Marks
-// are letters' accents, as a decomposed ü writes them.
-func notInQueueName(r rune) bool {
-	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) && !strings.ContainsRune(queueNameSymbols, r)
+// inQueueName says whether r may follow prev (-1 at the start) in a
+// queue's name. A mark (an accent, a vowel sign) comes only after a
+// letter or its marks, and never one that shows nothing (a grapheme
+// joiner, a variation selector): names that look alike are one name.
+func inQueueName(r, prev rune) bool {
+	switch {
+	case unicode.IsLetter(r), unicode.IsDigit(r), strings.ContainsRune(queueNameSymbols, r):
+		return true
+	case unicode.IsMark(r):
+		return prev >= 0 && (unicode.IsLetter(prev) || unicode.IsMark(prev)) &&
+			!unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) && !unicode.Is(unicode.Variation_Selector, r)
+	}
+	return false
 }
 
 // jobRow is a validated NewJob, ready to bind.

@@ -11,7 +11,12 @@ import (
 
 func TestQueueNames(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
-		for _, name := range []string{"bad queue name!", "a,b", `"mail"`, strings.Repeat("q", lite.MaxQueueNameChars+1), strings.Repeat("q", 3000)} {
+		for _, name := range []string{"bad queue name!", "a,b", `"mail"`, strings.Repeat("q", lite.MaxQueueNameChars+1), strings.Repeat("q", 3000),
+			"x\u034f",    // a grapheme joiner shows nothing: it would look like x
+			"\u0301a",    // an accent on nothing
+			"1\u0301",    // an accent on a digit
+			"mu\u0308ll", // decomposed: it would look like the composed müll, another queue
+		} {
 			t.Run("a new job, limit or schedule on queue "+name[:min(len(name), 20)]+" is refused and stores nothing", func(t *testing.T) {
 				is := is.New(t)
 				q, _ := e.mustOpen(t, nil)
@@ -46,7 +51,7 @@ func TestQueueNames(t *testing.T) {
 		t.Run("a queue name of up to 128 letters and digits of any script and ._:-/ is taken", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.mustOpen(t, nil)
-			for _, name := range []string{"邮件.müll", "mu\u0308ll", "emails:v2/eu-west_1", strings.Repeat("é", lite.MaxQueueNameChars), "default"} {
+			for _, name := range []string{"邮件.müll", "ก\u0e31", "emails:v2/eu-west_1", strings.Repeat("é", lite.MaxQueueNameChars), "default"} {
 				id := mustEnqueue(t, q, lite.NewJob{Queue: name})
 				is.Equal(mustGet(t, q, id).Queue, name)
 				is.NoErr(q.SetLimits(t.Context(), name, lite.Limits{MaxRunning: 2}))
