@@ -72,6 +72,18 @@ func (d *durable) failed(err error) error {
 	return err
 }
 
+// lossOr is the handler's lost lease when ctx ended because of it, else
+// err: fn's own error then says only that its context was cancelled
+// (its writes cut short, on a server, by the loss), and the caller was
+// promised ErrLeaseLost.
+func lossOr(ctx context.Context, err error) error {
+	var lost *LeaseLostError
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &lost) {
+		return lost
+	}
+	return err
+}
+
 // checkStepName refuses a name that is empty, too long, or lite's own.
 func checkStepName(name string) error {
 	switch {

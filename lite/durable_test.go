@@ -150,6 +150,43 @@ func TestAStaleLeaseRecordsNothing(t *testing.T) {
 			is.True(told.Load()) // the handler's context is cancelled
 			is.Equal(stepsOf(t, q, id), 0)
 		})
+		t.Run("a step whose lease is lost while it runs says the lease was lost", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			// lostRun is a handler's context on job, and what loses its
+			// lease as the lost-lease watch does: by a release, and the
+			// context cancelled with the loss as its cause. fn sees only
+			// that its context ended.
+			lostRun := func(job *lite.Job) (context.Context, func()) {
+				ctx, lose := context.WithCancelCause(t.Context())
+				t.Cleanup(func() { lose(nil) })
+				return lite.HandlerContext(ctx, q, job.Lease(), func(error) {}), func() {
+					_, err := q.ReleaseUnowned(t.Context(), id)
+					is.NoErr(err)
+					lose(&lite.LeaseLostError{JobID: id, Generation: job.Generation})
+				}
+			}
+			hctx, loseIt := lostRun(job)
+			_, err := lite.RunStep(hctx, "s", func(ctx context.Context) (int, error) {
+				loseIt()
+				return 0, ctx.Err()
+			})
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			is.Equal(stepsOf(t, q, id), 0)
+			if e.name == "sqlite" {
+				return // why: RunStepTx's fn holds the file, so no release lands while it runs
+			}
+			hctx, loseIt = lostRun(mustLeaseOne(t, q, "default"))
+			_, err = lite.RunStepTx(hctx, "s", func(ctx context.Context, tx *sql.Tx) (int, error) {
+				loseIt()
+				_, err := tx.ExecContext(ctx, "select 1")
+				return 0, err
+			})
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			is.Equal(stepsOf(t, q, id), 0)
+		})
 		t.Run("a step after its own lease's ack records nothing", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.mustOpen(t, newFakeClock())

@@ -34,7 +34,7 @@ func RunStep[T any](ctx context.Context, name string, fn func(ctx context.Contex
 	}
 	v, err := fn(ctx)
 	if err != nil {
-		return zero, err
+		return zero, lossOr(ctx, err)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -74,7 +74,7 @@ func RunStepTx[T any](ctx context.Context, name string, fn func(ctx context.Cont
 		return err
 	})
 	if err != nil {
-		return zero, d.failed(fmt.Errorf("step %q: %w", name, d.q.explainLoss(ctx, classify(err), d.lease)))
+		return zero, d.failed(fmt.Errorf("step %q: %w", name, lossOr(ctx, d.q.explainLoss(ctx, classify(err), d.lease))))
 	}
 	return decodeStep[T](name, stored, nil)
 }
