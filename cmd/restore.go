@@ -63,9 +63,7 @@ func (c *restoreCmd) restore(ctx context.Context, db string) (lite.FenceReport, 
 		return lite.Restore(ctx, c.Src, db, lite.RestoreOptions{Force: c.Force})
 	}
 	if !lite.IsServerURL(db) {
-		if err := lite.CheckInPlace(db); err != nil {
-			return lite.FenceReport{}, err
-		}
+		return lite.FenceInPlace(ctx, db, lite.RestoreOptions{Force: c.Force})
 	}
 	// The queue opens here, not through kong's binding: restoring SRC
 	// must not hold --db open while it replaces it.

@@ -94,44 +94,109 @@ select 'lite_jobs', 0 where not exists (select 1 from sqlite_sequence where name
 // lite_jobs against writes while it runs.
 func (q *Queue) FenceRestore(ctx context.Context) (FenceReport, error) {
 	var rep FenceReport
-	err := q.withTx(ctx, func(tx txConn) error {
-		if q.engine.onServer() {
-			// Nothing may lease or enqueue between the check and the
-			// raise: a lease in between would take a low generation.
-			if _, err := tx.ExecContext(ctx, `lock table lite_jobs in exclusive mode`); err != nil {
-				return classify(err)
-			}
-		} else if _, err := tx.ExecContext(ctx, fenceIDRowSQL); err != nil {
-			return classify(err)
-		}
-		var err error
-		rep.Floor, err = restoreFloor(q.opts.Now())
-		if err != nil {
-			return err
-		}
-		var high int64
-		if err := tx.QueryRowContext(ctx, q.sql(fenceHighSQL)).Scan(&high); err != nil {
-			return classify(err)
-		}
-		if high >= rep.Floor {
-			return fmt.Errorf("%w: the database holds id or generation %d, at or above this restore's floor %d", ErrClockBehind, high, rep.Floor)
-		}
-		res, err := tx.ExecContext(ctx, fenceRequeueSQL)
-		if err == nil {
-			rep.Requeued, err = res.RowsAffected()
-		}
-		if err == nil {
-			_, err = tx.ExecContext(ctx, q.sql(fenceGenerationSQL), rep.Floor)
-		}
-		if err == nil {
-			_, err = tx.ExecContext(ctx, q.sql(fenceIDSQL), rep.Floor)
-		}
-		return classify(err)
+	err := q.withTx(ctx, func(tx txConn) (err error) {
+		rep, err = fenceIn(ctx, tx, q.engine.onServer(), q.opts.Now())
+		return err
 	})
 	if err != nil {
 		return FenceReport{}, fmt.Errorf("fence restore: %w", err)
 	}
 	q.notify()
+	return rep, nil
+}
+
+// fenceIn fences the database tx is a transaction of (see FenceRestore),
+// on a server or on a file, with the floor read from now.
+func fenceIn(ctx context.Context, tx conn, onServer bool, now time.Time) (FenceReport, error) {
+	dialect := func(s stmt) string {
+		if onServer {
+			return s.postgres
+		}
+		return s.sqlite
+	}
+	var rep FenceReport
+	if onServer {
+		// Nothing may lease or enqueue between the check and the raise: a
+		// lease in between would take a low generation.
+		if _, err := tx.ExecContext(ctx, `lock table lite_jobs in exclusive mode`); err != nil {
+			return rep, classify(err)
+		}
+	} else if _, err := tx.ExecContext(ctx, fenceIDRowSQL); err != nil {
+		return rep, classify(err)
+	}
+	var err error
+	rep.Floor, err = restoreFloor(now)
+	if err != nil {
+		return rep, err
+	}
+	var high int64
+	if err := tx.QueryRowContext(ctx, dialect(fenceHighSQL)).Scan(&high); err != nil {
+		return rep, classify(err)
+	}
+	if high >= rep.Floor {
+		return rep, fmt.Errorf("%w: the database holds id or generation %d, at or above this restore's floor %d", ErrClockBehind, high, rep.Floor)
+	}
+	res, err := tx.ExecContext(ctx, fenceRequeueSQL)
+	if err == nil {
+		rep.Requeued, err = res.RowsAffected()
+	}
+	if err == nil {
+		_, err = tx.ExecContext(ctx, dialect(fenceGenerationSQL), rep.Floor)
+	}
+	if err == nil {
+		_, err = tx.ExecContext(ctx, dialect(fenceIDSQL), rep.Floor)
+	}
+	return rep, classify(err)
+}
+
+// FenceInPlace fences the SQLite file at path as it lies (see
+// FenceRestore), after a copy was put back by hand: lite restore
+// --in-place. It holds the file's exclusive lock from the check that no
+// process has it open to the end, as Restore's install does, so a worker
+// starting meanwhile waits and then sees the file fenced, and never
+// leases a job that the fence then makes available again beside it. It
+// refuses, changing nothing, while another process has the file open
+// (ErrInUse), while workers are announced live on it (ErrWorkersRunning,
+// unless opts.Force: workers just killed), and while a -wal no process
+// holds lies beside it (see CheckInPlace). An older lite's file is
+// migrated first.
+func FenceInPlace(ctx context.Context, path string, opts RestoreOptions) (FenceReport, error) {
+	if IsServerURL(path) {
+		return FenceReport{}, fmt.Errorf("fence %s: %w: on a server, open the queue and run FenceRestore", Redact(path), errors.ErrUnsupported)
+	}
+	if err := CheckInPlace(path); err != nil {
+		return FenceReport{}, err
+	}
+	q, err := Open(ctx, path, opts.Options)
+	if err != nil {
+		return FenceReport{}, err
+	}
+	if err := q.Close(); err != nil {
+		return FenceReport{}, err
+	}
+	o, err := opts.Options.withDefaults()
+	if err != nil {
+		return FenceReport{}, err
+	}
+	var rep FenceReport
+	err = withFileLocked(ctx, path, func(c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, `begin immediate`); err != nil {
+			return err
+		}
+		err := checkNoWorkers(ctx, c, opts)
+		if err == nil {
+			rep, err = fenceIn(ctx, c, false, o.Now())
+		}
+		if err != nil {
+			c.ExecContext(ctx, `rollback`)
+			return err
+		}
+		_, err = c.ExecContext(ctx, `commit`)
+		return err
+	})
+	if err != nil {
+		return FenceReport{}, fmt.Errorf("fence %s: %w", Redact(path), err)
+	}
 	return rep, nil
 }
 
@@ -256,11 +321,7 @@ func installCopy(ctx context.Context, tmp, path string, opts RestoreOptions) err
 			return err
 		}
 	}
-	err := classify(installLocked(ctx, tmp, path, opts))
-	if errors.Is(err, ErrBusy) {
-		return fmt.Errorf("%w: another process has it open; stop it first", ErrInUse)
-	}
-	return err
+	return installLocked(ctx, tmp, path, opts)
 }
 
 // installLockedBusy is how long installLocked waits for a process that
@@ -276,7 +337,38 @@ const installLockedBusy = 2 * time.Second
 // lock and then reads the copy whole. The copy replaces every page, in
 // a transaction: on an error the file is as it was. Closing checkpoints
 // the WAL into the file and removes it.
-func installLocked(ctx context.Context, tmp, path string, opts RestoreOptions) (err error) {
+func installLocked(ctx context.Context, tmp, path string, opts RestoreOptions) error {
+	return withFileLocked(ctx, path, func(c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, `begin immediate`); err != nil {
+			return err
+		}
+		if err := checkNoWorkers(ctx, c, opts); err != nil {
+			c.ExecContext(ctx, `rollback`)
+			return err
+		}
+		if _, err := c.ExecContext(ctx, `commit`); err != nil {
+			return err
+		}
+		return copyInto(c, tmp)
+	})
+}
+
+// withFileLocked runs fn on a connection to the SQLite file at path that
+// holds the file's exclusive lock from its first statement until it
+// closes (locking_mode=EXCLUSIVE): every process with the file open
+// holds a shared lock, so the first statement is refused (ErrInUse,
+// after installLockedBusy for one holding it for a moment) while one
+// does, and a process that opens the file meanwhile waits for fn's end.
+// Closing checkpoints the WAL into the file and removes it.
+func withFileLocked(ctx context.Context, path string, fn func(c *sql.Conn) error) error {
+	err := classify(lockedFile(ctx, path, fn))
+	if errors.Is(err, ErrBusy) {
+		return fmt.Errorf("%w: another process has it open; stop it first", ErrInUse)
+	}
+	return err
+}
+
+func lockedFile(ctx context.Context, path string, fn func(c *sql.Conn) error) (err error) {
 	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	db, err := sql.Open("sqlite", "file:"+escaped+"?_pragma=locking_mode(EXCLUSIVE)&_pragma=synchronous(FULL)&_pragma=busy_timeout("+
 		strconv.FormatInt(installLockedBusy.Milliseconds(), 10)+")")
@@ -289,16 +381,12 @@ func installLocked(ctx context.Context, tmp, path string, opts RestoreOptions) (
 		return err
 	}
 	defer c.Close()
-	if _, err := c.ExecContext(ctx, `begin immediate`); err != nil {
-		return err
-	}
-	if err := checkNoWorkers(ctx, c, opts); err != nil {
-		c.ExecContext(ctx, `rollback`)
-		return err
-	}
-	if _, err := c.ExecContext(ctx, `commit`); err != nil {
-		return err
-	}
+	return fn(c)
+}
+
+// copyInto writes the database tmp into the one c is connected to, page
+// for page, with SQLite's backup API.
+func copyInto(c *sql.Conn, tmp string) error {
 	return c.Raw(func(dc any) error {
 		r, ok := dc.(interface {
 			NewRestore(string) (*sqlite.Backup, error)
