@@ -282,12 +282,13 @@ func TestWorkflowPagesShowHostileFieldsAsText(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
 		wf, err := q.EnqueueWorkflow(t.Context(), lite.Workflow{
 			Steps: []lite.Step{
-				{Name: "a", Job: lite.NewJob{Queue: hostileName, Kind: hostileName, Payload: []byte(hostile)}},
-				{Job: lite.NewJob{Queue: hostileName, Kind: hostileName}, After: []string{"a"}},
+				{Name: "a", Job: lite.NewJob{Queue: hostileQueue, Kind: hostileName, Payload: []byte(hostile)}},
+				{Job: lite.NewJob{Queue: hostileQueue, Kind: hostileName}, After: []string{"a"}},
 			},
-			Batch: &lite.Callback{Queue: hostileName, Kind: hostileName, Payload: []byte(hostile)},
+			Batch: &lite.Callback{Kind: hostileName, Payload: []byte(hostile)},
 		})
 		is.New(t).NoErr(err)
+		toHostileQueue(t, q)
 		leased, err := q.Lease(t.Context(), lite.LeaseRequest{Queues: []string{hostileName}, Max: 1, LockedBy: hostile})
 		is.New(t).NoErr(err)
 		is.New(t).NoErr(q.AckFailed(t.Context(), leased[0].Lease(), errors.New(hostile)))
