@@ -192,11 +192,12 @@ func CheckQueueName(name string) error {
 // joiner, a variation selector): names that look alike are one name.
 func inQueueName(r, prev rune) bool {
 	switch {
+	case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r), unicode.Is(unicode.Variation_Selector, r):
+		return false // a Hangul filler is a letter, and shows nothing too
 	case unicode.IsLetter(r), unicode.IsDigit(r), strings.ContainsRune(queueNameSymbols, r):
 		return true
 	case unicode.IsMark(r):
-		return prev >= 0 && (unicode.IsLetter(prev) || unicode.IsMark(prev)) &&
-			!unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) && !unicode.Is(unicode.Variation_Selector, r)
+		return prev >= 0 && (unicode.IsLetter(prev) || unicode.IsMark(prev))
 	}
 	return false
 }

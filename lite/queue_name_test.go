@@ -16,6 +16,8 @@ func TestQueueNames(t *testing.T) {
 			"\u0301a",    // an accent on nothing
 			"1\u0301",    // an accent on a digit
 			"mu\u0308ll", // decomposed: it would look like the composed müll, another queue
+			"\u3164",     // a Hangul filler is a letter that shows nothing
+			"a\u115f",
 		} {
 			t.Run("a new job, limit or schedule on queue "+name[:min(len(name), 20)]+" is refused and stores nothing", func(t *testing.T) {
 				is := is.New(t)
