@@ -193,7 +193,14 @@ func (q *Queue) SetLimits(ctx context.Context, queue string, l Limits) error {
 	return nil
 }
 
+// checkLimits refuses limits no queue can have, and a queue's name that
+// breaks CheckQueueName's rule unless the limits are lifted: a queue
+// named before the rule, limited then, can be set free, never limited
+// anew.
 func checkLimits(queue string, l Limits) error {
+	if l == (Limits{}) {
+		return checkQueueName(queue)
+	}
 	if err := CheckQueueName(queue); err != nil {
 		return fmt.Errorf("queue %w", err)
 	}

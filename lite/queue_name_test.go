@@ -76,6 +76,15 @@ func TestQueueNames(t *testing.T) {
 			is.Equal(j.ID, id)
 			is.NoErr(q.AckDone(t.Context(), j.Lease(), nil))
 			is.Equal(mustGet(t, q, id).State, lite.StateDone)
+
+			// Limited before the rule, it can be set free, never limited anew.
+			_, err = q.DB().ExecContext(t.Context(), `insert into lite_queues (queue, max_running) values ('old queue!', 2)`)
+			is.NoErr(err)
+			is.True(errors.Is(q.SetLimits(t.Context(), "old queue!", lite.Limits{MaxRunning: 1}), lite.ErrInvalid))
+			is.NoErr(q.SetLimits(t.Context(), "old queue!", lite.Limits{}))
+			stats, err = q.Stats(t.Context())
+			is.NoErr(err)
+			is.Equal(stats[0].Limits, lite.Limits{})
 		})
 	})
 }
