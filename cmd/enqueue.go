@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -625,7 +624,11 @@ func lineError(err error) error {
 	case strings.HasPrefix(err.Error(), "Time.UnmarshalJSON: "): // run_at not a string
 		return errors.New(`"run_at" must be a string, an RFC 3339 time (2026-12-01T21:37:05Z)`)
 	case errors.As(err, &field) && field.Field != "" && jsonKind(field.Type.Kind()) == "a whole number" && strings.HasPrefix(field.Value, "number "):
-		return fmt.Errorf("%q must be a whole number from %d to %d, not %s", field.Field, math.MinInt64, math.MaxInt64, strings.TrimPrefix(field.Value, "number "))
+		n := strings.TrimPrefix(field.Value, "number ")
+		if strings.ContainsAny(n, ".eE") {
+			return fmt.Errorf("%q must be a whole number written in digits (no fraction, no exponent), not %s", field.Field, n)
+		}
+		return fmt.Errorf("%q %s is out of range", field.Field, n)
 	case errors.As(err, &field) && field.Field != "":
 		return fmt.Errorf("%q must be %s, not a JSON %s", field.Field, jsonKind(field.Type.Kind()), field.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
