@@ -40,7 +40,7 @@ func (e Engine) Open(tb testing.TB, opts ...lite.Options) (*lite.Queue, string) 
 	var dsn string
 	switch e {
 	case SQLite:
-		dsn = filepath.Join(tb.TempDir(), "lite.db")
+		dsn = freshFile(tb)
 	case postgres:
 		dsn = takeSchema(tb)
 		if o.Synchronous == lite.SyncNormal {

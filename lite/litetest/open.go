@@ -1,7 +1,6 @@
 package litetest
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/liteq/lite/lite"
@@ -24,5 +23,5 @@ func Open(tb testing.TB, opts ...lite.Options) *lite.Queue {
 	if !ok {
 		return nil
 	}
-	return openAt(tb, "Open", filepath.Join(tb.TempDir(), "lite.db"), o)
+	return openAt(tb, "Open", freshFile(tb), o)
 }
