@@ -128,7 +128,7 @@ func snapshot(ctx context.Context, path string, opts Options, dest string) (stri
 		return "", err
 	}
 	f.Close()
-	db, err := sql.Open("sqlite", dsn(path, opts, false))
+	db, err := sql.Open(sqliteDriver, dsn(path, opts, false))
 	if err == nil {
 		_, err = db.ExecContext(ctx, "vacuum into ?", tmp)
 		err = errors.Join(classify(err), db.Close())

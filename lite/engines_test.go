@@ -8,6 +8,10 @@ import (
 	_ "github.com/liteq/lite/lite/pg"
 )
 
+// The mutation check's binary rewrites statements on both engines
+// (mutated_statements_test.go); lite/pg has registered its server by now.
+func init() { lite.MutateStatements() }
+
 // The engines lite's tests run on are litetest's (see ForEachEngine),
 // under the names these tests call them by.
 

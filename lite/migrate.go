@@ -134,7 +134,7 @@ func buildReference(ctx context.Context) ([][]schemaObject, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", ":memory:")
+	db, err := sql.Open(sqliteDriver, ":memory:")
 	if err != nil {
 		return nil, err
 	}

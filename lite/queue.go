@@ -23,6 +23,13 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
+// sqliteDriver is the database/sql driver lite opens a file with, the one
+// modernc.org/sqlite registers. It is a variable for the mutation check
+// (.ci/mutation), whose test binary points it at a driver that alters
+// lite's statements as a mutant of their text would: one binary then
+// checks many mutants, with no compile for each.
+var sqliteDriver = "sqlite"
+
 // Synchronous is how hard a commit waits for the disk.
 type Synchronous int
 
@@ -277,7 +284,7 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 	if err := createIfMissing(ctx, path, opts); err != nil {
 		return nil, err
 	}
-	w, err := sql.Open("sqlite", dsn(path, opts, false))
+	w, err := sql.Open(sqliteDriver, dsn(path, opts, false))
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +315,7 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 		w.Close()
 		return nil, fmt.Errorf("journal mode: got %q, want wal", mode)
 	}
-	r, err := sql.Open("sqlite", dsn(path, opts, true))
+	r, err := sql.Open(sqliteDriver, dsn(path, opts, true))
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -319,7 +326,7 @@ func open(ctx context.Context, path string, opts Options) (*Queue, error) {
 	// held open never takes the writer from lite's heartbeats and acks, and
 	// a write that waits for lite's lock fails after the busy timeout
 	// instead of waiting forever in the pool. Opening makes no connection.
-	app, err := sql.Open("sqlite", dsn(path, opts, false))
+	app, err := sql.Open(sqliteDriver, dsn(path, opts, false))
 	if err != nil {
 		w.Close()
 		r.Close()
@@ -372,7 +379,7 @@ func openReadOnly(ctx context.Context, path string, opts Options) (*Queue, error
 // openReadOnlyDB opens a read-only pool on dsn and reads its schema
 // version, the first read, which finds whether the file opens at all.
 func openReadOnlyDB(ctx context.Context, dsn string) (*sql.DB, int, error) {
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open(sqliteDriver, dsn)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -509,7 +516,7 @@ var linkFile = os.Link
 // lite's schema, then closes it: the last connection's close checkpoints
 // the WAL and removes it.
 func initialize(ctx context.Context, path string, opts Options) error {
-	db, err := sql.Open("sqlite", dsn(path, opts, false))
+	db, err := sql.Open(sqliteDriver, dsn(path, opts, false))
 	if err != nil {
 		return err
 	}

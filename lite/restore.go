@@ -370,7 +370,7 @@ func withFileLocked(ctx context.Context, path string, fn func(c *sql.Conn) error
 
 func lockedFile(ctx context.Context, path string, fn func(c *sql.Conn) error) (err error) {
 	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	db, err := sql.Open("sqlite", "file:"+escaped+"?_pragma=locking_mode(EXCLUSIVE)&_pragma=synchronous(FULL)&_pragma=busy_timeout("+
+	db, err := sql.Open(sqliteDriver, "file:"+escaped+"?_pragma=locking_mode(EXCLUSIVE)&_pragma=synchronous(FULL)&_pragma=busy_timeout("+
 		strconv.FormatInt(installLockedBusy.Milliseconds(), 10)+")")
 	if err != nil {
 		return err
