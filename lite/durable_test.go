@@ -435,6 +435,32 @@ func TestSignals(t *testing.T) {
 			is.Equal(mustRun(t, w, id).Kind, lite.EventDone)
 			is.Equal(got, []string{"by ada"})
 		})
+		t.Run("a job keeps at most MaxSignals unconsumed, and one consumed makes room", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			// All but the last in one statement: a thousand writes of their
+			// own take long under the race detector.
+			_, err := q.DB().ExecContext(t.Context(), q.Rebind(`with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
+insert into lite_signals (job_id, name, payload, sent_at) select ?, 'approved', ?, 0 from n`),
+				lite.MaxSignals-1, id, []byte("seed"))
+			is.NoErr(err)
+			is.NoErr(q.Signal(t.Context(), id, "approved", []byte("the last")))
+			err = q.Signal(t.Context(), id, "other", []byte("one more"))
+			is.True(errors.Is(err, lite.ErrSignalsFull))
+			is.Equal(signalsOf(t, q, id), lite.MaxSignals) // the one refused sent nothing
+
+			var got []byte
+			w := durableWorker(t, q, func(ctx context.Context, job *lite.Job) error {
+				got, err = lite.AwaitSignal(ctx, "approved", time.Hour)
+				is.NoErr(err)
+				return errors.New("not yet") // the job stays unfinished, to be signalled again
+			})
+			is.Equal(mustRun(t, w, id).Kind, lite.EventFailed)
+			is.Equal(string(got), "seed") // the oldest first
+			is.NoErr(q.Signal(t.Context(), id, "other", []byte("room again")))
+			is.Equal(signalsOf(t, q, id), lite.MaxSignals+1) // the consumed one is kept, counted out
+		})
 		t.Run("a wait for a name no signal can have is refused, not parked", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.mustOpen(t, newFakeClock())
@@ -579,6 +605,16 @@ func TestAJobsStepsAndSignalsGoWithIt(t *testing.T) {
 }
 
 // stepsOf is how many steps job id recorded.
+// signalsOf counts the signals job id keeps, consumed or not.
+func signalsOf(t *testing.T, q *lite.Queue, id int64) int {
+	t.Helper()
+	var n int
+	if err := q.DB().QueryRowContext(t.Context(), q.Rebind(`select count(*) from lite_signals where job_id = ?`), id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func stepsOf(t *testing.T, q *lite.Queue, id int64) int {
 	t.Helper()
 	steps, err := q.Steps(t.Context(), id)

@@ -20,9 +20,21 @@ var signalTargetSQL = stmt{
 	postgres: `select state from lite_jobs where id = $1 for update`,
 }
 
+// MaxSignals bounds the signals a job keeps unconsumed: a sender in a loop
+// cannot grow the file without end while its job never awaits them.
+const MaxSignals = 1000
+
+// ErrSignalsFull refuses a signal to a job that keeps MaxSignals
+// unconsumed already: nothing was sent.
+var ErrSignalsFull = errors.New("the job's signals are full")
+
+// insertSignalSQL sends a signal, unless the job keeps MaxSignals
+// unconsumed: it inserts no row then.
 var insertSignalSQL = stmt{
-	sqlite:   `insert into lite_signals (job_id, name, payload, sent_at) values (?, ?, ?, ?)`,
-	postgres: `insert into lite_signals (job_id, name, payload, sent_at) values ($1, $2, $3, $4)`,
+	sqlite: `insert into lite_signals (job_id, name, payload, sent_at) select ?1, ?2, ?3, ?4
+where (select count(*) from lite_signals where job_id = ?1 and consumed_at is null) < ` + fmt.Sprint(MaxSignals),
+	postgres: `insert into lite_signals (job_id, name, payload, sent_at) select $1::bigint, $2::text, $3::bytea, $4::bigint
+where (select count(*) from lite_signals where job_id = $1 and consumed_at is null) < ` + fmt.Sprint(MaxSignals),
 }
 
 // wakeSignalledSQL makes a job parked awaiting the signal available now.
@@ -38,7 +50,8 @@ where id = $2 and state = 'available' and parked = 'signal' and parked_on = $3`,
 // order sent; a job parked awaiting it is available at once, and a
 // worker's wake-ups start it. A signal sent before the job awaits it is
 // kept all the same. A missing job is ErrNotFound; a finished one
-// ErrInvalidState. The payload is at most Options.MaxPayloadBytes.
+// ErrInvalidState; one that keeps MaxSignals unconsumed, ErrSignalsFull.
+// The payload is at most Options.MaxPayloadBytes.
 func (q *Queue) Signal(ctx context.Context, id int64, name string, payload []byte) error {
 	if err := checkSignalName(name); err != nil {
 		return fmt.Errorf("signal job %d: %w", id, err)
@@ -60,10 +73,16 @@ func (q *Queue) Signal(ctx context.Context, id int64, name string, payload []byt
 			return fmt.Errorf("%w: the job is %s", ErrInvalidState, state)
 		}
 		now := q.nowOn(tx).UnixMilli()
-		if _, err := tx.ExecContext(ctx, q.sql(insertSignalSQL), id, name, payload, now); err != nil {
+		res, err := tx.ExecContext(ctx, q.sql(insertSignalSQL), id, name, payload, now)
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, q.sql(wakeSignalledSQL), now, id, name)
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("%w (it keeps at most %d unconsumed)", ErrSignalsFull, MaxSignals)
+		}
+		_, err = tx.ExecContext(ctx, q.sql(wakeSignalledSQL), now, id, name)
 		return err
 	})
 	if err != nil {
