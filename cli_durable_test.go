@@ -46,6 +46,15 @@ func TestAShellScriptsStepsRunOnceAcrossAttemptsSleepsAndSignals(t *testing.T) {
 			return j
 		}
 		eventually(t, "the job parks awaiting its signal", func() bool { return show().Parked == "signal" })
+		is.True(strings.Contains(mustLite(t, db, "", "ls"), " awaiting ")) // as what it waits for, not as available
+		var stats []struct {
+			Counts   map[string]int `json:"counts"`
+			Awaiting int            `json:"awaiting"`
+		}
+		is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "", "--json", "stats")), &stats))
+		is.Equal(stats[0].Counts["available"], 1)
+		is.Equal(stats[0].Awaiting, 1)
+		is.True(strings.Contains(mustLite(t, db, "", "stats"), "sleeping  awaiting"))
 		mustLite(t, db, "", "signal", id, "go", "hello")
 		eventually(t, "the job is done", func() bool { return show().State == "done" })
 		j := show()

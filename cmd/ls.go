@@ -92,10 +92,24 @@ func (c *lsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) err
 	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY\tTAGS\tPROGRESS\tCREATED\tRUN AT\tFINISHED")
 	for _, j := range jobs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			j.ID, safe(string(j.State)), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation,
+			j.ID, lsState(j), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation,
 			safe(j.LockedBy), safe(strings.Join(j.Tags, ",")), progressText(j), lsTime(j.CreatedAt), lsTime(j.RunAt), lsTime(j.FinishedAt))
 	}
 	return tw.Flush()
+}
+
+// lsState is the job's state as the table shows it: a parked job's as
+// what it waits for (sleeping, awaiting), not as available, since no
+// worker takes it before its time or its signal.
+func lsState(j *lite.Job) string {
+	switch {
+	case j.State != lite.StateAvailable:
+	case j.Parked == lite.ParkedSleep:
+		return "sleeping"
+	case j.Parked == lite.ParkedSignal:
+		return "awaiting"
+	}
+	return safe(string(j.State))
 }
 
 // lsTime is a time as the table shows it: RFC 3339 in UTC, to the second,

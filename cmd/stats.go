@@ -29,13 +29,13 @@ func (c *statsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) 
 	for _, st := range lite.States {
 		fmt.Fprintf(tw, "\t%s", st)
 	}
-	fmt.Fprintln(tw, "\toldest ready\tflow")
+	fmt.Fprintln(tw, "\tsleeping\tawaiting\toldest ready\tflow")
 	for _, s := range stats {
 		fmt.Fprint(tw, safe(s.Queue))
 		for _, st := range lite.States {
 			fmt.Fprintf(tw, "\t%d", s.Counts[st])
 		}
-		fmt.Fprintf(tw, "\t%s\t%s\n", s.OldestReady, describeFlow(s))
+		fmt.Fprintf(tw, "\t%d\t%d\t%s\t%s\n", s.Sleeping, s.Awaiting, s.OldestReady, describeFlow(s))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

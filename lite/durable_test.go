@@ -409,6 +409,46 @@ func TestSleepParksTheJob(t *testing.T) {
 	})
 }
 
+func TestStatsCountParkedJobsApart(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, _ := e.mustOpen(t, newFakeClock())
+		sleeper := mustEnqueue(t, q, lite.NewJob{Kind: "d", Payload: []byte(`"sleep"`)})
+		awaiter := mustEnqueue(t, q, lite.NewJob{Kind: "d", Payload: []byte(`"await"`)})
+		mustEnqueue(t, q, lite.NewJob{Kind: "d", Queue: "other"}) // plain, in a queue of its own
+		w := durableWorker(t, q, func(ctx context.Context, job *lite.Job) error {
+			if string(job.Payload) == `"sleep"` {
+				return lite.Sleep(ctx, time.Hour)
+			}
+			_, err := lite.AwaitSignal(ctx, "approved", 0)
+			return err
+		})
+		is.Equal(mustRun(t, w, sleeper).Kind, lite.EventParked)
+		is.Equal(mustRun(t, w, awaiter).Kind, lite.EventParked)
+
+		parked := func() map[string][3]int64 { // per queue: available, sleeping, awaiting, from Stats and Backlog alike
+			stats, err := q.Stats(t.Context())
+			is.NoErr(err)
+			backlog, err := q.Backlog(t.Context())
+			is.NoErr(err)
+			got := map[string][3]int64{}
+			for _, s := range stats {
+				got[s.Queue] = [3]int64{s.Counts[lite.StateAvailable], s.Sleeping, s.Awaiting}
+			}
+			for _, s := range backlog {
+				is.Equal([3]int64{s.Counts[lite.StateAvailable], s.Sleeping, s.Awaiting}, got[s.Queue])
+			}
+			return got
+		}
+		is.Equal(parked(), map[string][3]int64{"default": {2, 1, 1}, "other": {1, 0, 0}})
+		is.NoErr(q.Signal(t.Context(), awaiter, "approved", nil)) // woken: available, parked no more
+		is.Equal(parked(), map[string][3]int64{"default": {2, 1, 0}, "other": {1, 0, 0}})
+		is.NoErr(q.Cancel(t.Context(), sleeper)) // cancelled, its marker kept: counted no more
+		is.Equal(mustGet(t, q, sleeper).Parked, lite.ParkedSleep)
+		is.Equal(parked(), map[string][3]int64{"default": {1, 0, 0}, "other": {1, 0, 0}})
+	})
+}
+
 func TestSignals(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		awaiter := func(got *[]string) lite.Handler {

@@ -199,6 +199,10 @@ type QueueStats struct {
 	// OldestReady is how long the oldest available job whose run_at has
 	// come has been waiting; zero when none waits.
 	OldestReady time.Duration
+	// Sleeping and Awaiting count the available jobs parked by Sleep and
+	// by AwaitSignal (see docs/durable.md): they hold no slot and are
+	// counted in Counts[StateAvailable] too.
+	Sleeping, Awaiting int64
 	// Paused says that no job of the queue starts until it is resumed
 	// (see Queue.Pause).
 	Paused bool
@@ -226,6 +230,9 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	stats, err := q.jobStats(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if err := q.withParked(ctx, stats); err != nil {
+		return nil, fmt.Errorf("stats: %w", err)
 	}
 	stats, err = q.withFlows(ctx, stats)
 	if err != nil {
@@ -263,6 +270,49 @@ func (q *Queue) jobStats(ctx context.Context) ([]QueueStats, error) {
 		return nil, fmt.Errorf("stats: %w", err)
 	}
 	return out, nil
+}
+
+// parkedSQL counts each queue's parked jobs by why they wait, from the
+// index lite_jobs_parked alone.
+var parkedSQL = stmt{
+	sqlite: `select queue, parked, count(*) from lite_jobs
+where parked is not null and state = 'available' group by queue, parked`,
+	postgres: `select queue, parked, count(*) from lite_jobs
+where parked is not null and state = 'available' group by queue, parked`,
+}
+
+// withParked sets the parked counts of the queues in stats, which holds
+// every queue that has available jobs.
+func (q *Queue) withParked(ctx context.Context, stats []QueueStats) error {
+	rows, err := q.r.QueryContext(ctx, q.sql(parkedSQL))
+	if err != nil {
+		return classify(err)
+	}
+	defer rows.Close()
+	at := make(map[string]*QueueStats, len(stats))
+	for i := range stats {
+		at[stats[i].Queue] = &stats[i]
+	}
+	for rows.Next() {
+		var (
+			queue, reason string
+			n             int64
+		)
+		if err := rows.Scan(&queue, &reason, &n); err != nil {
+			return classify(err)
+		}
+		s := at[queue]
+		if s == nil {
+			continue // a job parked since the counts were read: the next read counts it
+		}
+		switch reason {
+		case ParkedSleep:
+			s.Sleeping = n
+		case ParkedSignal:
+			s.Awaiting = n
+		}
+	}
+	return classify(rows.Err())
 }
 
 // queueCounts runs a statement that counts jobs per queue and state, in

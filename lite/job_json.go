@@ -165,6 +165,8 @@ type queueStatsJSON struct {
 	Queue         string          `json:"queue"`
 	Counts        map[State]int64 `json:"counts"`
 	OldestReadyMS int64           `json:"oldest_ready_ms"`
+	Sleeping      int64           `json:"sleeping"`
+	Awaiting      int64           `json:"awaiting"`
 	Paused        bool            `json:"paused"`
 	MaxRunning    int             `json:"max_running,omitempty"`
 	Rate          int             `json:"rate,omitempty"`
@@ -177,12 +179,13 @@ type queueStatsJSON struct {
 //
 //	{"queue": "mail",
 //	 "counts": {"available": 3, "cancelled": 0, "dead": 1, "done": 5, "running": 1},
-//	 "oldest_ready_ms": 90000, "paused": false, "max_running": 3,
-//	 "rate": 50, "rate_per_ms": 1000}
+//	 "oldest_ready_ms": 90000, "sleeping": 1, "awaiting": 0,
+//	 "paused": false, "max_running": 3, "rate": 50, "rate_per_ms": 1000}
 //
 // counts names every state, zero or not, so a reader need not know the
 // states to show them; oldest_ready_ms is OldestReady in whole
-// milliseconds; max_running, rate and rate_per_ms (Limits.Per in whole
+// milliseconds; sleeping and awaiting are the parked jobs counted in
+// available; max_running, rate and rate_per_ms (Limits.Per in whole
 // milliseconds), max_running_per_key and sequence are left out when there
 // is no such limit.
 func (s QueueStats) MarshalJSON() ([]byte, error) {
@@ -191,7 +194,7 @@ func (s QueueStats) MarshalJSON() ([]byte, error) {
 		counts[st] = s.Counts[st]
 	}
 	return json.Marshal(queueStatsJSON{Queue: s.Queue, Counts: counts, OldestReadyMS: s.OldestReady.Milliseconds(),
-		Paused: s.Paused, MaxRunning: s.Limits.MaxRunning, Rate: s.Limits.Rate, RatePerMS: s.Limits.Per.Milliseconds(),
+		Sleeping: s.Sleeping, Awaiting: s.Awaiting, Paused: s.Paused, MaxRunning: s.Limits.MaxRunning, Rate: s.Limits.Rate, RatePerMS: s.Limits.Per.Milliseconds(),
 		PerKey: s.Limits.MaxRunningPerKey, Sequence: s.Limits.Sequence})
 }
 
@@ -210,7 +213,7 @@ func (s *QueueStats) UnmarshalJSON(b []byte) error {
 		}
 	}
 	*s = QueueStats{Queue: in.Queue, Counts: counts, OldestReady: time.Duration(in.OldestReadyMS) * time.Millisecond,
-		Paused: in.Paused, Limits: Limits{MaxRunning: in.MaxRunning, Rate: in.Rate, Per: time.Duration(in.RatePerMS) * time.Millisecond,
+		Sleeping: in.Sleeping, Awaiting: in.Awaiting, Paused: in.Paused, Limits: Limits{MaxRunning: in.MaxRunning, Rate: in.Rate, Per: time.Duration(in.RatePerMS) * time.Millisecond,
 			MaxRunningPerKey: in.PerKey, Sequence: in.Sequence}}
 	return nil
 }

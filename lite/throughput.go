@@ -84,6 +84,9 @@ func (q *Queue) Backlog(ctx context.Context) ([]QueueStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backlog: %w", err)
 	}
+	if err := q.withParked(ctx, out); err != nil {
+		return nil, fmt.Errorf("backlog: %w", err)
+	}
 	out, err = q.withFlows(ctx, out)
 	if err != nil {
 		return nil, fmt.Errorf("backlog: %w", err)

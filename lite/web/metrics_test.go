@@ -23,9 +23,15 @@ func TestMetrics(t *testing.T) {
 		w, err := lite.NewWorker(q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{"emails": {}}, OnEvent: outcomes.OnEvent})
 		is.NoErr(err)
 		w.Handle("welcome", func(ctx context.Context, job *lite.Job) error { return errors.New("bounced") })
+		w.Handle("nap", func(ctx context.Context, job *lite.Job) error { return lite.Sleep(ctx, time.Hour) })
 		_, err = w.RunOnce(t.Context())
 		is.NoErr(err)
 		w.Wait()
+		nap, err := q.Enqueue(t.Context(), lite.NewJob{Queue: "emails", Kind: "nap"})
+		is.NoErr(err)
+		ev, err := w.RunJob(t.Context(), nap)
+		is.NoErr(err)
+		is.Equal(ev.Kind, lite.EventParked)
 		is.NoErr(q.Pause(t.Context(), "emails"))
 		is.NoErr(q.SetLimits(t.Context(), "reports", lite.Limits{MaxRunning: 3})) // a queue with settings and no job
 		h := handler(q, clock, web.Options{Token: "s3cret", Metrics: metrics.Handler(q, outcomes)})
@@ -35,11 +41,14 @@ func TestMetrics(t *testing.T) {
 		is.Equal(resp.Code, http.StatusOK)
 		body := resp.Body.String()
 		for _, line := range []string{
-			`lite_jobs{queue="emails",state="available"} 1`, // the welcome job, back to wait out its backoff
-			`lite_jobs{queue="emails",state="running"} 1`,   // seed's, leased by worker-1
-			`lite_oldest_ready_seconds{queue="emails"} 0`,   // its backoff has not passed
-			`lite_worker_events_total{event="started",queue="emails"} 1`,
+			`lite_jobs{queue="emails",state="available"} 2`, // the welcome job, back to wait out its backoff, and the nap
+			`lite_jobs_parked{queue="emails",reason="sleep"} 1`,
+			`lite_jobs_parked{queue="emails",reason="signal"} 0`,
+			`lite_jobs{queue="emails",state="running"} 1`,                // seed's, leased by worker-1
+			`lite_oldest_ready_seconds{queue="emails"} 0`,                // its backoff has not passed
+			`lite_worker_events_total{event="started",queue="emails"} 2`, // the welcome job and the nap
 			`lite_worker_events_total{event="failed",queue="emails"} 1`,
+			`lite_worker_events_total{event="parked",queue="emails"} 1`,
 			`lite_queue_paused{queue="emails"} 1`,
 			`lite_queue_paused{queue="reports"} 0`,
 			`lite_queue_max_running{queue="reports"} 3`,

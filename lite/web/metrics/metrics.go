@@ -70,6 +70,9 @@ var (
 	outcomesDesc = prometheus.NewDesc("lite_jobs_outcomes_total",
 		"Jobs that finished done, dead or cancelled, and that Retry started over, by queue and outcome, in every process; kept apart from the jobs, so retention never lowers them.",
 		[]string{"queue", "outcome"}, nil)
+	parkedDesc = prometheus.NewDesc("lite_jobs_parked",
+		"Available jobs parked by a durable sleep (reason sleep) or awaiting a signal (reason signal), by queue; counted in lite_jobs' available too.",
+		[]string{"queue", "reason"}, nil)
 	maxRunningDesc = prometheus.NewDesc("lite_queue_max_running",
 		"How many of the queue's jobs may run at once, by queue; absent when there is no such limit.",
 		[]string{"queue"}, nil)
@@ -80,7 +83,8 @@ type collector struct{ q *lite.Queue }
 
 // NewCollector is a collector of q's available and running jobs by queue
 // (lite_jobs, with a state label), of each queue's oldest ready age
-// (lite_oldest_ready_seconds), whether it is paused (lite_queue_paused)
+// (lite_oldest_ready_seconds), its parked jobs (lite_jobs_parked, with a
+// reason label), whether it is paused (lite_queue_paused)
 // and its max running limit (lite_queue_max_running), for a program that
 // has a Prometheus registry of its own.
 func NewCollector(q *lite.Queue) prometheus.Collector { return collector{q} }
@@ -88,6 +92,7 @@ func NewCollector(q *lite.Queue) prometheus.Collector { return collector{q} }
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- jobsDesc
 	ch <- oldestDesc
+	ch <- parkedDesc
 	ch <- pausedDesc
 	ch <- maxRunningDesc
 	ch <- outcomesDesc
@@ -132,6 +137,8 @@ func (c collector) collectBacklog(ch chan<- prometheus.Metric, s lite.QueueStats
 		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.Counts[state]), label(s.Queue), string(state))
 	}
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestReady.Seconds(), label(s.Queue))
+	ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, float64(s.Sleeping), label(s.Queue), lite.ParkedSleep)
+	ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, float64(s.Awaiting), label(s.Queue), lite.ParkedSignal)
 	paused := 0.0
 	if s.Paused {
 		paused = 1
