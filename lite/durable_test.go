@@ -409,6 +409,55 @@ func TestSleepParksTheJob(t *testing.T) {
 	})
 }
 
+// TestASignalThatCommitsWhileItsJobParksWakesIt sends a signal whose
+// transaction holds the job's row (as Signal's does) from after the
+// handler found no signal until the worker's park waits for that row.
+// On PostgreSQL the park read whether a signal waits in the statement
+// that waited for the row, and so from before the signal committed: the
+// job parked awaiting a signal that was there, for good with no timeout.
+func TestASignalThatCommitsWhileItsJobParksWakesIt(t *testing.T) {
+	e := onPostgres(t)
+	is := is.New(t)
+	ctx := t.Context()
+	q, _ := e.mustOpen(t, newFakeClock())
+	id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+	var (
+		signal *sql.Tx
+		pid    atomic.Int64 // the signal's session, once it holds the row
+	)
+	w := durableWorker(t, q, func(ctx context.Context, job *lite.Job) error {
+		_, park := lite.AwaitSignal(ctx, "approved", 0)
+		if errors.Is(park, lite.ErrParked) && signal == nil {
+			// Signal's transaction, its commit held: the row, then the signal.
+			var err error
+			signal, err = q.DB().BeginTx(ctx, nil)
+			is.NoErr(err)
+			var session int64
+			is.NoErr(signal.QueryRowContext(ctx, `select pg_backend_pid() from lite_jobs where id = $1 for update`, id).Scan(&session))
+			_, err = signal.ExecContext(ctx, `insert into lite_signals (job_id, name, payload, sent_at) values ($1, 'approved', 'by ada', 0)`, id)
+			is.NoErr(err)
+			pid.Store(session)
+		}
+		return park
+	})
+	parked := make(chan lite.Event, 1)
+	go func() {
+		ev, err := w.RunJob(ctx, id)
+		is.NoErr(err)
+		parked <- ev
+	}()
+	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) { // until the park waits for the row
+		if session := pid.Load(); session != 0 {
+			is.NoErr(q.DB().QueryRowContext(ctx, `select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))`, session).Scan(&waiting))
+		}
+	}
+	is.NoErr(signal.Commit())
+	is.Equal((<-parked).Kind, lite.EventParked)
+	j := mustGet(t, q, id)
+	is.Equal(j.Parked, "") // not parked: the signal is there to consume
+	is.Equal(mustRun(t, w, id).Kind, lite.EventDone)
+}
+
 func TestStatsCountParkedJobsApart(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)

@@ -105,15 +105,23 @@ func (d *durable) checkpoint(ctx context.Context, name string, t time.Time) (tim
 	return fromMillis(ms), nil
 }
 
-// parkLockSQL takes the job's row before a park (on PostgreSQL, locking
-// it, so that a Signal that locked it first has committed when this
-// looks for its signal), and says whether a signal of the awaited name
-// waits unconsumed. The guard is parkSQL's.
+// parkLockSQL takes the job's row before a park: on PostgreSQL it locks
+// it, so that a Signal that locked it first has committed by the time
+// signalWaitsSQL looks for its signal. That look is a statement of its
+// own, begun once the lock is held: a statement sees what committed
+// before it began, and one that waited for the row would miss the
+// signal committed meanwhile, parking a job whose signal is there. The
+// guard is parkSQL's.
 var parkLockSQL = stmt{
-	sqlite: `select exists (select 1 from lite_signals where job_id = ?1 and name = ?2 and consumed_at is null)
-from lite_jobs where id = ?1`,
-	postgres: `select exists (select 1 from lite_signals where job_id = $1 and name = $2 and consumed_at is null)
-from lite_jobs where id = $1 for update`,
+	sqlite:   `select 1 from lite_jobs where id = ?`,
+	postgres: `select 1 from lite_jobs where id = $1 for update`,
+}
+
+// signalWaitsSQL says whether a signal of the awaited name waits
+// unconsumed.
+var signalWaitsSQL = stmt{
+	sqlite:   `select exists (select 1 from lite_signals where job_id = ? and name = ? and consumed_at is null)`,
+	postgres: `select exists (select 1 from lite_signals where job_id = $1 and name = $2 and consumed_at is null)`,
 }
 
 // parkSQL gives a lease back as Snooze does, no attempt spent, with the
@@ -131,10 +139,13 @@ where id = $4 and generation = $5 and state = 'running'`,
 func (q *Queue) park(ctx context.Context, l Lease, p *ParkError) (time.Time, error) {
 	var runAt int64
 	err := q.writeTx(ctx, q.sql(parkSQL), func(tx txConn) error {
-		var signalled bool
-		err := tx.QueryRowContext(ctx, q.sql(parkLockSQL), l.JobID, p.Signal).Scan(&signalled)
-		if err != nil {
+		var row int
+		if err := tx.QueryRowContext(ctx, q.sql(parkLockSQL), l.JobID).Scan(&row); err != nil {
 			return ownedRow(err, l)
+		}
+		var signalled bool
+		if err := tx.QueryRowContext(ctx, q.sql(signalWaitsSQL), l.JobID, p.Signal).Scan(&signalled); err != nil {
+			return err
 		}
 		runAt = p.Until.UnixMilli()
 		var reason, on any = p.Reason, nil
