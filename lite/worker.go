@@ -140,9 +140,10 @@ func (w *Worker) lease(ctx context.Context, l *lane, n int) (jobs []*Job, asked 
 	return jobs, asked, err
 }
 
-// Report is what RunOnce did.
+// Report is what RunOnce did. Parked counts the runs that Sleep or
+// AwaitSignal parked (see docs/durable.md), apart from Snoozed.
 type Report struct {
-	Leased, Done, Failed, Snoozed, Released, LeaseLost int
+	Leased, Done, Failed, Snoozed, Parked, Released, LeaseLost int
 }
 
 // RunOnce leases one batch for each queue with a free slot (one batch of
@@ -184,8 +185,10 @@ func (w *Worker) RunOnce(ctx context.Context) (Report, error) {
 			rep.Done++
 		case EventFailed:
 			rep.Failed++
-		case EventSnoozed, EventParked:
+		case EventSnoozed:
 			rep.Snoozed++
+		case EventParked:
+			rep.Parked++
 		case EventReleased:
 			rep.Released++
 		case EventLeaseLost:

@@ -163,6 +163,52 @@ func ExampleDrain() {
 	// ran 1: 1 done, 0 snoozed
 }
 
+// A durable handler's sleep runs on the test's Clock, and a signal is sent
+// as in production: Drain runs what is ready, and a parked job waits,
+// holding no slot, until the Clock passes its time or its signal comes.
+func ExampleDrain_durable() {
+	runTest(func(t testing.TB) {
+		clock := litetest.NewClock(time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC))
+		q := litetest.Open(t, lite.Options{Now: clock.Now})
+		w, err := lite.NewWorker(q, lite.WorkerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lite.HandleArgs(w, func(ctx context.Context, _ *lite.Job, args Welcome) error {
+			if err := lite.Sleep(ctx, time.Hour); err != nil { // mail a day's first users in the next hour's batch
+				return err
+			}
+			verdict, err := lite.AwaitSignal(ctx, "approved", 0)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("user %d: %s\n", args.UserID, verdict)
+			return nil
+		})
+		id, err := lite.EnqueueArgs(t.Context(), q, Welcome{UserID: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		drain := func() {
+			rep := litetest.Drain(t, w)
+			fmt.Printf("ran %d: %d done, %d parked\n", rep.Leased, rep.Done, rep.Parked)
+		}
+		drain() // to its sleep
+		clock.Advance(time.Hour)
+		drain() // past it, to its wait for a signal
+		if err := q.Signal(t.Context(), id, "approved", []byte("approved by ada")); err != nil {
+			t.Fatal(err)
+		}
+		drain()
+	})
+	// Output:
+	// ran 1: 0 done, 1 parked
+	// ran 1: 0 done, 1 parked
+	// user 1: approved by ada
+	// ran 1: 1 done, 0 parked
+}
+
 // A failed assertion says what it wanted and lists what it found.
 func ExampleRequireEnqueued_failure() {
 	runTest(func(t testing.TB) {

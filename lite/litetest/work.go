@@ -38,8 +38,9 @@ const drainStuck = 100
 // Drain runs the ready jobs w handles, a batch at a time with
 // Worker.RunOnce, until a batch finds none ready, and returns the sum of
 // the batches' reports. Jobs the handlers enqueue run too, if they are ready.
-// Jobs that come due later (a Delay, a failure's backoff, a Snooze) stay
-// where they are: move the Clock and Drain again.
+// Jobs that come due later (a Delay, a failure's backoff, a Snooze, a
+// durable Sleep) stay where they are: move the Clock and Drain again. A
+// job parked by AwaitSignal is ready once Queue.Signal sends it one.
 //
 // Drain fails the test at once on an error (w is running, has no
 // handlers, the file cannot be written), and when 100 batches in a row
@@ -104,6 +105,7 @@ func add(a, b lite.Report) lite.Report {
 		Done:      a.Done + b.Done,
 		Failed:    a.Failed + b.Failed,
 		Snoozed:   a.Snoozed + b.Snoozed,
+		Parked:    a.Parked + b.Parked,
 		Released:  a.Released + b.Released,
 		LeaseLost: a.LeaseLost + b.LeaseLost,
 	}
