@@ -542,3 +542,45 @@ func TestRunItNowHoldsAKeysLimits(t *testing.T) {
 		})
 	})
 }
+
+// TestAKeyedLeaseLeavesAJobMovedLaterWhileItWaitedForItsRow: a debounce
+// moves a pending job of a key an hour on, in a transaction that holds
+// its row while a lease of the keyed queue waits for it. On PostgreSQL
+// the keyed lease chose its jobs in a subquery, whose reading of run_at
+// predates the wait, and its update rechecked the state alone: it
+// started the job at once, the debounce's delay lost.
+func TestAKeyedLeaseLeavesAJobMovedLaterWhileItWaitedForItsRow(t *testing.T) {
+	e := onPostgres(t)
+	is := is.New(t)
+	ctx := t.Context()
+	q, _ := e.mustOpen(t, newFakeClock())
+	is.NoErr(q.SetLimits(ctx, "kq", lite.Limits{MaxRunningPerKey: 2}))
+	mustEnqueue(t, q, lite.NewJob{Queue: "kq", Key: "c"})
+	mustLeaseOne(t, q, "kq") // one job of key c runs: the lease takes the keyed path
+	id := mustEnqueue(t, q, lite.NewJob{Queue: "kq", Key: "c"})
+
+	// A debounce's transaction, its commit held: the job an hour on.
+	app, err := q.DB().BeginTx(ctx, nil)
+	is.NoErr(err)
+	var pid int64
+	is.NoErr(app.QueryRowContext(ctx, `select pg_backend_pid()`).Scan(&pid))
+	_, err = app.ExecContext(ctx, `update lite_jobs set run_at = run_at + 3600000 where id = $1`, id)
+	is.NoErr(err)
+	type result struct {
+		jobs []*lite.Job
+		err  error
+	}
+	leased := make(chan result, 1)
+	go func() {
+		jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"kq"}})
+		leased <- result{jobs, err}
+	}()
+	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) { // until the lease waits for the row
+		is.NoErr(q.DB().QueryRowContext(ctx, `select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))`, pid).Scan(&waiting))
+	}
+	is.NoErr(app.Commit())
+	got := <-leased
+	is.NoErr(got.err)
+	is.Equal(len(got.jobs), 0) // not due for an hour
+	is.Equal(mustGet(t, q, id).State, lite.StateAvailable)
+}

@@ -337,6 +337,7 @@ where id = any(array(
             limit ` + pgLimit + `) as u) as c
     where nth <= coalesce((select n from lite_flow f where f.queue = c.queue), nth)))
   and state = 'available'
+  and run_at <= $5 and ` + notExpired("$2") + `
 returning ` + jobColumns,
 	}
 }
