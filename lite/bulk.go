@@ -233,6 +233,11 @@ func (q *Queue) bulkApply(ctx context.Context, action BulkAction, ids []int64) (
 		res, err = q.writer().ExecContext(ctx, q.sql(bulkCancelSQL), now, cancelledText, string(list))
 	case BulkDelete:
 		n, err := q.deleteJobs(ctx, func(c conn) error {
+			if q.engine.onServer() {
+				if _, err := c.ExecContext(ctx, q.sql(bulkDeleteLocksSQL), string(list)); err != nil {
+					return err
+				}
+			}
 			_, err := c.ExecContext(ctx, q.sql(bulkDeleteEndsSQL), now, cancelledText, string(list))
 			return err
 		}, q.sql(bulkDeleteSQL), string(list))
@@ -312,6 +317,16 @@ returning id, batch_id`,
 where id in (select jsonb_array_elements_text($1::jsonb)::bigint) and state in ('available', 'done', 'dead', 'cancelled')
   and ` + notAwaited + `
 returning id, batch_id`,
+}
+
+// bulkDeleteLocksSQL locks, on PostgreSQL, the rows of a batch to delete
+// (in id order, as lockDepsSQL does) before bulkDeleteEndsSQL and
+// bulkDeleteSQL read whether a job waits for them (notAwaited). A
+// statement that waits for a row reads every other row from before its
+// wait: one that waited for an enqueue holding the row would miss the
+// dependent that enqueue committed, and delete the job it waits for.
+var bulkDeleteLocksSQL = stmt{
+	postgres: `select id from lite_jobs where id in (select jsonb_array_elements_text($1::jsonb)::bigint) order by id for update`,
 }
 
 // bulkDeleteEndsSQL cancels, as Cancel does, the available jobs of a

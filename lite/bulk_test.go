@@ -253,3 +253,42 @@ func TestABulkDeletesCountLeavesOutAJobAnUnfinishedJobWaitsFor(t *testing.T) {
 		is.Equal(deleted, n)
 	})
 }
+
+// TestABulkDeleteWaitingForAJobsRowSeesTheDependentEnqueuedMeanwhile: an
+// app's transaction enqueues a job that waits for J (locking J's row)
+// while a bulk delete of J waits for that row. On PostgreSQL the delete
+// read whether a job waits for J in the statements that waited, from
+// before the enqueue committed: it cancelled and deleted J, and J's end
+// cancelled the new dependent, which had asked to wait for J and run.
+func TestABulkDeleteWaitingForAJobsRowSeesTheDependentEnqueuedMeanwhile(t *testing.T) {
+	e := onPostgres(t)
+	is := is.New(t)
+	ctx := t.Context()
+	q, _ := e.mustOpen(t, newFakeClock())
+	j := mustEnqueue(t, q, lite.NewJob{Kind: "upstream"})
+
+	app, err := q.DB().BeginTx(ctx, nil)
+	is.NoErr(err)
+	var pid int64
+	is.NoErr(app.QueryRowContext(ctx, `select pg_backend_pid()`).Scan(&pid))
+	k, err := q.EnqueueTx(ctx, app, lite.NewJob{Kind: "downstream", DependsOn: []int64{j}})
+	is.NoErr(err)
+	type result struct {
+		n   int64
+		err error
+	}
+	deleted := make(chan result, 1)
+	go func() {
+		n, err := q.Bulk(ctx, lite.BulkDelete, lite.Filter{IDs: []int64{j}})
+		deleted <- result{n, err}
+	}()
+	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) { // until the delete waits for J's row
+		is.NoErr(q.DB().QueryRowContext(ctx, `select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))`, pid).Scan(&waiting))
+	}
+	is.NoErr(app.Commit())
+	got := <-deleted
+	is.NoErr(got.err)
+	is.Equal(got.n, int64(0)) // J is waited for now: kept
+	is.Equal(mustGet(t, q, j).State, lite.StateAvailable)
+	is.Equal(mustGet(t, q, k).State, lite.StateBlocked) // still waiting for J, not cancelled
+}

@@ -111,6 +111,7 @@ var statements = map[string]any{
 	"bulkCancelSQL":           bulkCancelSQL,
 	"bulkDeleteSQL":           bulkDeleteSQL,
 	"bulkDeleteEndsSQL":       bulkDeleteEndsSQL,
+	"bulkDeleteLocksSQL":      bulkDeleteLocksSQL,
 	"stepSQL":                 stepSQL,
 	"stepsSQL":                stepsSQL,
 	"recordStepSQL":           recordStepSQL,
@@ -158,17 +159,18 @@ var fragments = map[string]bool{
 // onlyOn are the statements that one engine alone runs, with an empty
 // text for the other.
 var onlyOn = map[string]engine{
-	"lockFlowSQL":       enginePostgres, // SQLite's one writer needs no row locks
-	"retryLocksSQL":     enginePostgres,
-	"bulkRetryLocksSQL": enginePostgres,
-	"waitForLeasesSQL":  enginePostgres,
-	"serverTxBoundsSQL": enginePostgres,
-	"lockTimeoutSQL":    enginePostgres,
-	"changesInTurnSQL":  enginePostgres,
-	"ackAndLeaseSQLs":   enginePostgres, // SQLite's writer rounds are its own
-	"savepointSQL":      engineSQLite,   // a round of writes shares one transaction on SQLite only
-	"releaseSPSQL":      engineSQLite,
-	"rollbackSPSQL":     engineSQLite,
+	"lockFlowSQL":        enginePostgres, // SQLite's one writer needs no row locks
+	"retryLocksSQL":      enginePostgres,
+	"bulkRetryLocksSQL":  enginePostgres,
+	"bulkDeleteLocksSQL": enginePostgres,
+	"waitForLeasesSQL":   enginePostgres,
+	"serverTxBoundsSQL":  enginePostgres,
+	"lockTimeoutSQL":     enginePostgres,
+	"changesInTurnSQL":   enginePostgres,
+	"ackAndLeaseSQLs":    enginePostgres, // SQLite's writer rounds are its own
+	"savepointSQL":       engineSQLite,   // a round of writes shares one transaction on SQLite only
+	"releaseSPSQL":       engineSQLite,
+	"rollbackSPSQL":      engineSQLite,
 }
 
 // Statement is one of lite's statements in both dialects, for lite_test.
