@@ -226,6 +226,7 @@ func TestQueueStatsJSON(t *testing.T) {
 		Queue:       "mail",
 		Counts:      map[lite.State]int64{lite.StateAvailable: 3, lite.StateDone: 5},
 		OldestReady: 90*time.Second + 1500*time.Microsecond,
+		Sleeping:    2, // of the available
 	}
 
 	t.Run("counts name every state and the wait is in whole milliseconds", func(t *testing.T) {
@@ -241,6 +242,8 @@ func TestQueueStatsJSON(t *testing.T) {
     "running": 0
   },
   "oldest_ready_ms": 90001,
+  "sleeping": 2,
+  "awaiting": 0,
   "paused": false
 }`)
 	})
@@ -274,6 +277,7 @@ func TestQueueStatsJSON(t *testing.T) {
 			Queue:       "mail",
 			Counts:      map[lite.State]int64{lite.StateAvailable: 3, lite.StateDone: 5},
 			OldestReady: 90001 * time.Millisecond,
+			Sleeping:    2,
 		}})
 	})
 

@@ -544,3 +544,78 @@ func TestAJobEnqueuedWhileItsDependencyIsAckedIsNeverLeftBlocked(t *testing.T) {
 		}
 	})
 }
+
+// waitUntilBlockedBy waits until a session of the server waits for a lock
+// the session pid holds.
+func waitUntilBlockedBy(t *testing.T, q *lite.Queue, pid int64) {
+	t.Helper()
+	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
+		if err := q.DB().QueryRowContext(t.Context(), `select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))`, pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestADependencysEndCascadesToWhatCommittedWhileItWaited ends J dead
+// while another transaction, holding a row J's cascade of cancels needs,
+// changes what the cascade reaches: an enqueue of a job M that waits for
+// K (J's blocked dependent), or a retry of a cancelled L (blocked again
+// behind K) that M waits for. On PostgreSQL the trigger chose the jobs to
+// cancel in one statement, from before its wait: M stayed blocked for
+// good behind a cancelled job.
+func TestADependencysEndCascadesToWhatCommittedWhileItWaited(t *testing.T) {
+	e := onPostgres(t)
+	ending := func(t *testing.T, q *lite.Queue, j int64) (end func() error) {
+		lease := leaseID(t, q, j).Lease()
+		done := make(chan error, 1)
+		go func() { done <- q.AckFailed(t.Context(), lease, lite.Permanent(errors.New("boom"))) }()
+		return func() error { return <-done }
+	}
+	t.Run("a dependent enqueued meanwhile", func(t *testing.T) {
+		is := is.New(t)
+		ctx := t.Context()
+		q, _ := e.open(t, fast)
+		j := mustEnqueue(t, q, lite.NewJob{})
+		k := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{j}})
+		app, err := q.DB().BeginTx(ctx, nil)
+		is.NoErr(err)
+		var pid int64
+		is.NoErr(app.QueryRowContext(ctx, `select pg_backend_pid()`).Scan(&pid))
+		m, err := q.EnqueueTx(ctx, app, lite.NewJob{DependsOn: []int64{k}})
+		is.NoErr(err)
+		end := ending(t, q, j)
+		waitUntilBlockedBy(t, q, pid)
+		is.NoErr(app.Commit())
+		is.NoErr(end())
+		is.Equal(stateOf(t, q, k), lite.StateCancelled)
+		is.Equal(stateOf(t, q, m), lite.StateCancelled) // K ended cancelled: M, which cancels, too
+	})
+	t.Run("a dependency retried meanwhile", func(t *testing.T) {
+		is := is.New(t)
+		ctx := t.Context()
+		q, _ := e.open(t, fast)
+		j := mustEnqueue(t, q, lite.NewJob{})
+		k := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{j}})
+		l := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{k}})
+		m := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{l}})
+		is.NoErr(q.Cancel(ctx, l)) // and M with it
+		is.NoErr(q.Retry(ctx, m))  // blocked again, behind L
+		is.Equal(stateOf(t, q, m), lite.StateBlocked)
+		// Retry's writes for L, by hand, its commit held: L blocked again
+		// behind K, its edge from K open.
+		app, err := q.DB().BeginTx(ctx, nil)
+		is.NoErr(err)
+		var pid int64
+		is.NoErr(app.QueryRowContext(ctx, `select pg_backend_pid()`).Scan(&pid))
+		_, err = app.ExecContext(ctx, `update lite_deps set resolved = 0 where job_id = $1`, l)
+		is.NoErr(err)
+		_, err = app.ExecContext(ctx, `update lite_jobs set state = 'blocked', deps_pending = 1, finished_at = null where id = $1`, l)
+		is.NoErr(err)
+		end := ending(t, q, j)
+		waitUntilBlockedBy(t, q, pid)
+		is.NoErr(app.Commit())
+		is.NoErr(end())
+		is.Equal(stateOf(t, q, l), lite.StateCancelled)
+		is.Equal(stateOf(t, q, m), lite.StateCancelled) // L ended cancelled again: M too
+	})
+}

@@ -1,0 +1,3 @@
+-- Nothing on SQLite: its trigger walks the cascade of a job's end (0010)
+-- under the file's one write lock, so no transaction commits meanwhile.
+-- On PostgreSQL, 0020 has the trigger lock each level before reading it.
