@@ -131,9 +131,11 @@ const retryPending = `(select count(*) from lite_deps w join lite_jobs p on p.id
       and (lite_jobs.on_dep_failure <> 'run' or p.state not in ('dead', 'cancelled')))`
 
 // retrySet is what a retry sets, but its times: a job that waits again is
-// blocked with its count, one that waits for nothing is available.
+// blocked with its count, one that waits for nothing is available, and
+// neither is parked any more (a job cancelled while it slept or awaited
+// a signal keeps its marker until then).
 const retrySet = `state = case when ` + retryPending + ` > 0 then 'blocked' else 'available' end,
-    deps_pending = ` + retryPending + `, finished_at = null, attempts = 0, ` + clearedLease
+    deps_pending = ` + retryPending + `, finished_at = null, attempts = 0, parked = null, parked_on = null, ` + clearedLease
 
 // retryWaits opens again, before a retry, the edges of the jobs in ids,
 // so that each dependency retryPending counts counts the retried job down

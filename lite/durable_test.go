@@ -495,6 +495,9 @@ func TestStatsCountParkedJobsApart(t *testing.T) {
 		is.NoErr(q.Cancel(t.Context(), sleeper)) // cancelled, its marker kept: counted no more
 		is.Equal(mustGet(t, q, sleeper).Parked, lite.ParkedSleep)
 		is.Equal(parked(), map[string][3]int64{"default": {1, 0, 0}, "other": {1, 0, 0}})
+		is.NoErr(q.Retry(t.Context(), sleeper)) // ready now: parked no more
+		is.Equal(mustGet(t, q, sleeper).Parked, "")
+		is.Equal(parked(), map[string][3]int64{"default": {2, 0, 0}, "other": {1, 0, 0}})
 	})
 }
 

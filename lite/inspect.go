@@ -217,11 +217,23 @@ type QueueStats struct {
 var statsSQL = stmt{
 	sqlite: `select queue, state, count(*),
     min(case when state = 'available' and run_at <= ?1 then run_at end)
-from lite_jobs group by queue, state order by queue`,
+from lite_jobs group by queue, state
+union all ` + parkedCounts + `
+order by 1`,
 	postgres: `select queue, state, count(*),
     min(case when state = 'available' and run_at <= $1 then run_at end)
-from lite_jobs group by queue, state order by queue`,
+from lite_jobs group by queue, state
+union all ` + parkedCounts + `
+order by 1`,
 }
+
+// parkedCounts counts each queue's parked jobs by why they wait, as rows
+// of a pseudo-state "parked:" + the reason, from the index
+// lite_jobs_parked alone. It is a branch of the statement that counts the
+// states, so that both counts are of one snapshot: read apart, a job that
+// parked in between was counted running and parked at once.
+const parkedCounts = `select queue, 'parked:' || parked, count(*), null from lite_jobs
+where parked is not null and state = 'available' group by queue, parked`
 
 // Stats counts jobs per queue and state, in queue order, with each
 // queue's pause and limits. A queue with settings but no jobs is listed
@@ -230,9 +242,6 @@ func (q *Queue) Stats(ctx context.Context) ([]QueueStats, error) {
 	stats, err := q.jobStats(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if err := q.withParked(ctx, stats); err != nil {
-		return nil, fmt.Errorf("stats: %w", err)
 	}
 	stats, err = q.withFlows(ctx, stats)
 	if err != nil {
@@ -272,49 +281,6 @@ func (q *Queue) jobStats(ctx context.Context) ([]QueueStats, error) {
 	return out, nil
 }
 
-// parkedSQL counts each queue's parked jobs by why they wait, from the
-// index lite_jobs_parked alone.
-var parkedSQL = stmt{
-	sqlite: `select queue, parked, count(*) from lite_jobs
-where parked is not null and state = 'available' group by queue, parked`,
-	postgres: `select queue, parked, count(*) from lite_jobs
-where parked is not null and state = 'available' group by queue, parked`,
-}
-
-// withParked sets the parked counts of the queues in stats, which holds
-// every queue that has available jobs.
-func (q *Queue) withParked(ctx context.Context, stats []QueueStats) error {
-	rows, err := q.r.QueryContext(ctx, q.sql(parkedSQL))
-	if err != nil {
-		return classify(err)
-	}
-	defer rows.Close()
-	at := make(map[string]*QueueStats, len(stats))
-	for i := range stats {
-		at[stats[i].Queue] = &stats[i]
-	}
-	for rows.Next() {
-		var (
-			queue, reason string
-			n             int64
-		)
-		if err := rows.Scan(&queue, &reason, &n); err != nil {
-			return classify(err)
-		}
-		s := at[queue]
-		if s == nil {
-			continue // a job parked since the counts were read: the next read counts it
-		}
-		switch reason {
-		case ParkedSleep:
-			s.Sleeping = n
-		case ParkedSignal:
-			s.Awaiting = n
-		}
-	}
-	return classify(rows.Err())
-}
-
 // queueCounts runs a statement that counts jobs per queue and state, in
 // queue order, with the oldest ready job's run_at per queue, and gathers
 // its rows into one QueueStats per queue.
@@ -340,7 +306,14 @@ func (q *Queue) queueCounts(ctx context.Context, s stmt) ([]QueueStats, error) {
 			out = append(out, QueueStats{Queue: queue, Counts: map[State]int64{}})
 		}
 		s := &out[len(out)-1]
-		s.Counts[state] = n
+		switch state {
+		case "parked:" + ParkedSleep:
+			s.Sleeping = n
+		case "parked:" + ParkedSignal:
+			s.Awaiting = n
+		default:
+			s.Counts[state] = n
+		}
 		if oldest.Valid {
 			s.OldestReady = time.Duration(now-oldest.Int64) * time.Millisecond
 		}

@@ -39,7 +39,6 @@ var statements = map[string]any{
 	"listColumns":             listColumns,
 	"listSQLs":                listSQLs,
 	"statsSQL":                statsSQL,
-	"parkedSQL":               parkedSQL,
 	"unfinishedSQL":           unfinishedSQL,
 	"leaseSet":                leaseSet,
 	"leaseSQLs":               leaseSQLs,

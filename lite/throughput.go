@@ -65,11 +65,13 @@ var backlogSQL = stmt{
 from lite_jobs where state = 'available' group by queue
 union all
 select queue, 'running', count(*), null from lite_jobs where state = 'running' group by queue
+union all ` + parkedCounts + `
 order by 1`,
 	postgres: `select queue, 'available', count(*), min(case when run_at <= $1 then run_at end)
 from lite_jobs where state = 'available' group by queue
 union all
 select queue, 'running', count(*), null from lite_jobs where state = 'running' group by queue
+union all ` + parkedCounts + `
 order by 1`,
 }
 
@@ -82,9 +84,6 @@ order by 1`,
 func (q *Queue) Backlog(ctx context.Context) ([]QueueStats, error) {
 	out, err := q.queueCounts(ctx, backlogSQL)
 	if err != nil {
-		return nil, fmt.Errorf("backlog: %w", err)
-	}
-	if err := q.withParked(ctx, out); err != nil {
 		return nil, fmt.Errorf("backlog: %w", err)
 	}
 	out, err = q.withFlows(ctx, out)
