@@ -301,7 +301,7 @@ func TestJSONOutputIsTheLibrarysForm(t *testing.T) {
 			is.Equal(out, marshalled(stats))
 			var compact bytes.Buffer
 			is.NoErr(json.Compact(&compact, []byte(out)))
-			is.Equal(compact.String(), `[{"queue":"mail","counts":{"available":1,"blocked":0,"cancelled":0,"dead":1,"done":1,"running":0},"oldest_ready_ms":0,"paused":false}]`)
+			is.Equal(compact.String(), `[{"queue":"mail","counts":{"available":1,"blocked":0,"cancelled":0,"dead":1,"done":1,"running":0},"oldest_ready_ms":0,"sleeping":0,"awaiting":0,"paused":false}]`)
 		})
 
 		t.Run("show --json escapes what a terminal acts on and still reads back as the job", func(t *testing.T) {

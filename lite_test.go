@@ -492,7 +492,7 @@ func TestREADMEQuickStartRunsAsWritten(t *testing.T) {
 	text, err := runShell(t, quickStart(t))
 	is.NoErr(err)
 	is.True(strings.Contains(text, `result:       "sent to {\"to\":\"ada@example.com\"}\n"`))
-	is.Equal(statsRow(text, "mail"), "mail 0 0 2 0 0 0 0s -")
+	is.Equal(statsRow(text, "mail"), "mail 0 0 2 0 0 0 0 0 0s -")
 }
 
 // statsRow is the row of lite stats for queue, its fields joined by one

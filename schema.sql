@@ -261,3 +261,5 @@ begin
     select raise(abort, 'lite: unique key held by another job')
     where not exists (select 1 from lite_unique where queue = new.queue and unique_key = new.unique_key and job_id = new.id);
 end;
+
+CREATE INDEX lite_jobs_parked on lite_jobs (queue, parked, state) where parked is not null;
