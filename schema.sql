@@ -262,4 +262,4 @@ begin
     where not exists (select 1 from lite_unique where queue = new.queue and unique_key = new.unique_key and job_id = new.id);
 end;
 
-CREATE INDEX lite_jobs_parked on lite_jobs (queue, parked, state) where parked is not null;
+CREATE INDEX lite_jobs_parked on lite_jobs (queue, parked, state, run_at) where parked is not null;

@@ -88,11 +88,12 @@ func (c *lsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) err
 		}
 		return writeJSON(env.Stdout, jobs)
 	}
+	now := time.Now()
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tPRIORITY\tATTEMPTS\tGENERATION\tLOCKED BY\tTAGS\tPROGRESS\tCREATED\tRUN AT\tFINISHED")
 	for _, j := range jobs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			j.ID, lsState(j), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation,
+			j.ID, lsState(j, now), safe(j.Queue), safe(j.Kind), j.Priority, j.Attempts, j.MaxAttempts, j.Generation,
 			safe(j.LockedBy), safe(strings.Join(j.Tags, ",")), progressText(j), lsTime(j.CreatedAt), lsTime(j.RunAt), lsTime(j.FinishedAt))
 	}
 	return tw.Flush()
@@ -100,10 +101,11 @@ func (c *lsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) err
 
 // lsState is the job's state as the table shows it: a parked job's as
 // what it waits for (sleeping, awaiting), not as available, since no
-// worker takes it before its time or its signal.
-func lsState(j *lite.Job) string {
+// worker takes it before its time or its signal; one whose time has come
+// (its sleep, or its wait's timeout, is over) is available.
+func lsState(j *lite.Job, now time.Time) string {
 	switch {
-	case j.State != lite.StateAvailable:
+	case j.State != lite.StateAvailable || !j.RunAt.After(now):
 	case j.Parked == lite.ParkedSleep:
 		return "sleeping"
 	case j.Parked == lite.ParkedSignal:

@@ -461,7 +461,8 @@ func TestASignalThatCommitsWhileItsJobParksWakesIt(t *testing.T) {
 func TestStatsCountParkedJobsApart(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
 		is := is.New(t)
-		q, _ := e.mustOpen(t, newFakeClock())
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
 		sleeper := mustEnqueue(t, q, lite.NewJob{Kind: "d", Payload: []byte(`"sleep"`)})
 		awaiter := mustEnqueue(t, q, lite.NewJob{Kind: "d", Payload: []byte(`"await"`)})
 		mustEnqueue(t, q, lite.NewJob{Kind: "d", Queue: "other"}) // plain, in a queue of its own
@@ -490,6 +491,10 @@ func TestStatsCountParkedJobsApart(t *testing.T) {
 			return got
 		}
 		is.Equal(parked(), map[string][3]int64{"default": {2, 1, 1}, "other": {1, 0, 0}})
+		clock.Advance(time.Hour) // the sleep is over: ready, though no worker took it yet
+		is.Equal(mustGet(t, q, sleeper).Parked, lite.ParkedSleep)
+		is.Equal(parked(), map[string][3]int64{"default": {2, 0, 1}, "other": {1, 0, 0}})
+		clock.Advance(-time.Hour)
 		is.NoErr(q.Signal(t.Context(), awaiter, "approved", nil)) // woken: available, parked no more
 		is.Equal(parked(), map[string][3]int64{"default": {2, 1, 0}, "other": {1, 0, 0}})
 		is.NoErr(q.Cancel(t.Context(), sleeper)) // cancelled, its marker kept: counted no more

@@ -218,22 +218,27 @@ var statsSQL = stmt{
 	sqlite: `select queue, state, count(*),
     min(case when state = 'available' and run_at <= ?1 then run_at end)
 from lite_jobs group by queue, state
-union all ` + parkedCounts + `
+union all ` + parkedCounts("?1") + `
 order by 1`,
 	postgres: `select queue, state, count(*),
     min(case when state = 'available' and run_at <= $1 then run_at end)
 from lite_jobs group by queue, state
-union all ` + parkedCounts + `
+union all ` + parkedCounts("$1") + `
 order by 1`,
 }
 
 // parkedCounts counts each queue's parked jobs by why they wait, as rows
 // of a pseudo-state "parked:" + the reason, from the index
-// lite_jobs_parked alone. It is a branch of the statement that counts the
-// states, so that both counts are of one snapshot: read apart, a job that
-// parked in between was counted running and parked at once.
-const parkedCounts = `select queue, 'parked:' || parked, count(*), null from lite_jobs
-where parked is not null and state = 'available' group by queue, parked`
+// lite_jobs_parked alone: those whose time is to come, now being the
+// parameter (a job whose sleep or timeout has passed is ready, though
+// its marker stays until a worker takes it). It is a branch of the
+// statement that counts the states, so that both counts are of one
+// snapshot: read apart, a job that parked in between was counted running
+// and parked at once.
+func parkedCounts(now string) string {
+	return `select queue, 'parked:' || parked, count(*), null from lite_jobs
+where parked is not null and state = 'available' and run_at > ` + now + ` group by queue, parked`
+}
 
 // Stats counts jobs per queue and state, in queue order, with each
 // queue's pause and limits. A queue with settings but no jobs is listed

@@ -65,13 +65,13 @@ var backlogSQL = stmt{
 from lite_jobs where state = 'available' group by queue
 union all
 select queue, 'running', count(*), null from lite_jobs where state = 'running' group by queue
-union all ` + parkedCounts + `
+union all ` + parkedCounts("?1") + `
 order by 1`,
 	postgres: `select queue, 'available', count(*), min(case when run_at <= $1 then run_at end)
 from lite_jobs where state = 'available' group by queue
 union all
 select queue, 'running', count(*), null from lite_jobs where state = 'running' group by queue
-union all ` + parkedCounts + `
+union all ` + parkedCounts("$1") + `
 order by 1`,
 }
 
