@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -404,11 +405,11 @@ func TestChaosNegativeControl(t *testing.T) {
 	is := is.New(t)
 	src, err := os.ReadFile(filepath.Join("lite", "ack.go"))
 	is.NoErr(err)
-	unfenced := strings.NewReplacer(
-		"and generation = ? and state = 'running'", "and state = 'running'",
-		"and lite_jobs.generation = a.value ->> 1 and", "and",
-	).Replace(string(src))
-	is.True(unfenced != string(src)) // the guards to remove are there
+	// Every SQLite ack path loses its generation match, whichever a
+	// worker's ack takes (one ack alone, a round's many): with some left,
+	// a loaded machine's acks went that way and no stale result landed.
+	unfenced := regexp.MustCompile(`(lite_jobs\.generation = a\.value ->> 1|generation = \?\d*)`).ReplaceAllString(string(src), "($1 or 1)")
+	is.True(strings.Count(unfenced, " or 1)") >= 5) // the guards to relax are there
 	dir := t.TempDir()
 	patched := filepath.Join(dir, "ack.go")
 	is.NoErr(os.WriteFile(patched, []byte(unfenced), 0o644))
