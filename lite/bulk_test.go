@@ -267,10 +267,7 @@ func TestABulkDeleteWaitingForAJobsRowSeesTheDependentEnqueuedMeanwhile(t *testi
 	q, _ := e.mustOpen(t, newFakeClock())
 	j := mustEnqueue(t, q, lite.NewJob{Kind: "upstream"})
 
-	app, err := q.DB().BeginTx(ctx, nil)
-	is.NoErr(err)
-	var pid int64
-	is.NoErr(app.QueryRowContext(ctx, `select pg_backend_pid()`).Scan(&pid))
+	app, pid := appTx(t, q)
 	k, err := q.EnqueueTx(ctx, app, lite.NewJob{Kind: "downstream", DependsOn: []int64{j}})
 	is.NoErr(err)
 	type result struct {
@@ -282,9 +279,7 @@ func TestABulkDeleteWaitingForAJobsRowSeesTheDependentEnqueuedMeanwhile(t *testi
 		n, err := q.Bulk(ctx, lite.BulkDelete, lite.Filter{IDs: []int64{j}})
 		deleted <- result{n, err}
 	}()
-	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) { // until the delete waits for J's row
-		is.NoErr(q.DB().QueryRowContext(ctx, `select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))`, pid).Scan(&waiting))
-	}
+	waitUntilBlockedBy(t, q, pid) // the delete waits for J's row
 	is.NoErr(app.Commit())
 	got := <-deleted
 	is.NoErr(got.err)

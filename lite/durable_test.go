@@ -446,11 +446,10 @@ func TestASignalThatCommitsWhileItsJobParksWakesIt(t *testing.T) {
 		is.NoErr(err)
 		parked <- ev
 	}()
-	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) { // until the park waits for the row
-		if session := pid.Load(); session != 0 {
-			is.NoErr(q.DB().QueryRowContext(ctx, `select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))`, session).Scan(&waiting))
-		}
+	for pid.Load() == 0 { // until the signal's transaction holds the row
+		time.Sleep(10 * time.Millisecond)
 	}
+	waitUntilBlockedBy(t, q, pid.Load()) // and the park waits for it
 	is.NoErr(signal.Commit())
 	is.Equal((<-parked).Kind, lite.EventParked)
 	j := mustGet(t, q, id)

@@ -1,6 +1,7 @@
 package lite_test
 
 import (
+	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
@@ -97,4 +98,32 @@ func (e testEngine) serialKey() string {
 		return "bigserial primary key"
 	}
 	return "integer primary key"
+}
+
+// appTx begins a transaction of the application's on q's server, and
+// returns it with the pid of its session, for a test that holds rows in
+// it across a call of lite's (see waitUntilBlockedBy).
+func appTx(t *testing.T, q *lite.Queue) (*sql.Tx, int64) {
+	t.Helper()
+	tx, err := q.DB().BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback() })
+	var pid int64
+	if err := tx.QueryRowContext(t.Context(), `select pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return tx, pid
+}
+
+// waitUntilBlockedBy waits until a session of the server waits for a lock
+// the session pid holds.
+func waitUntilBlockedBy(t *testing.T, q *lite.Queue, pid int64) {
+	t.Helper()
+	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
+		if err := q.DB().QueryRowContext(t.Context(), `select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))`, pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

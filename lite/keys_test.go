@@ -560,11 +560,8 @@ func TestAKeyedLeaseLeavesAJobMovedLaterWhileItWaitedForItsRow(t *testing.T) {
 	id := mustEnqueue(t, q, lite.NewJob{Queue: "kq", Key: "c"})
 
 	// A debounce's transaction, its commit held: the job an hour on.
-	app, err := q.DB().BeginTx(ctx, nil)
-	is.NoErr(err)
-	var pid int64
-	is.NoErr(app.QueryRowContext(ctx, `select pg_backend_pid()`).Scan(&pid))
-	_, err = app.ExecContext(ctx, `update lite_jobs set run_at = run_at + 3600000 where id = $1`, id)
+	app, pid := appTx(t, q)
+	_, err := app.ExecContext(ctx, `update lite_jobs set run_at = run_at + 3600000 where id = $1`, id)
 	is.NoErr(err)
 	type result struct {
 		jobs []*lite.Job
@@ -575,9 +572,7 @@ func TestAKeyedLeaseLeavesAJobMovedLaterWhileItWaitedForItsRow(t *testing.T) {
 		jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"kq"}})
 		leased <- result{jobs, err}
 	}()
-	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) { // until the lease waits for the row
-		is.NoErr(q.DB().QueryRowContext(ctx, `select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))`, pid).Scan(&waiting))
-	}
+	waitUntilBlockedBy(t, q, pid) // the lease waits for the row
 	is.NoErr(app.Commit())
 	got := <-leased
 	is.NoErr(got.err)

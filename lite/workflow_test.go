@@ -545,17 +545,6 @@ func TestAJobEnqueuedWhileItsDependencyIsAckedIsNeverLeftBlocked(t *testing.T) {
 	})
 }
 
-// waitUntilBlockedBy waits until a session of the server waits for a lock
-// the session pid holds.
-func waitUntilBlockedBy(t *testing.T, q *lite.Queue, pid int64) {
-	t.Helper()
-	for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
-		if err := q.DB().QueryRowContext(t.Context(), `select count(*) from pg_stat_activity where $1 = any(pg_blocking_pids(pid))`, pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestADependencysEndCascadesToWhatCommittedWhileItWaited ends J dead
 // while another transaction, holding a row J's cascade of cancels needs,
 // changes what the cascade reaches: an enqueue of a job M that waits for
@@ -577,10 +566,7 @@ func TestADependencysEndCascadesToWhatCommittedWhileItWaited(t *testing.T) {
 		q, _ := e.open(t, fast)
 		j := mustEnqueue(t, q, lite.NewJob{})
 		k := mustEnqueue(t, q, lite.NewJob{DependsOn: []int64{j}})
-		app, err := q.DB().BeginTx(ctx, nil)
-		is.NoErr(err)
-		var pid int64
-		is.NoErr(app.QueryRowContext(ctx, `select pg_backend_pid()`).Scan(&pid))
+		app, pid := appTx(t, q)
 		m, err := q.EnqueueTx(ctx, app, lite.NewJob{DependsOn: []int64{k}})
 		is.NoErr(err)
 		end := ending(t, q, j)
@@ -603,11 +589,8 @@ func TestADependencysEndCascadesToWhatCommittedWhileItWaited(t *testing.T) {
 		is.Equal(stateOf(t, q, m), lite.StateBlocked)
 		// Retry's writes for L, by hand, its commit held: L blocked again
 		// behind K, its edge from K open.
-		app, err := q.DB().BeginTx(ctx, nil)
-		is.NoErr(err)
-		var pid int64
-		is.NoErr(app.QueryRowContext(ctx, `select pg_backend_pid()`).Scan(&pid))
-		_, err = app.ExecContext(ctx, `update lite_deps set resolved = 0 where job_id = $1`, l)
+		app, pid := appTx(t, q)
+		_, err := app.ExecContext(ctx, `update lite_deps set resolved = 0 where job_id = $1`, l)
 		is.NoErr(err)
 		_, err = app.ExecContext(ctx, `update lite_jobs set state = 'blocked', deps_pending = 1, finished_at = null where id = $1`, l)
 		is.NoErr(err)
