@@ -320,13 +320,15 @@ returning id, batch_id`,
 }
 
 // bulkDeleteLocksSQL locks, on PostgreSQL, the rows of a batch to delete
-// (in id order, as lockDepsSQL does) before bulkDeleteEndsSQL and
+// (in id order, as lockDepsSQL does; a running job's row, which is never
+// deleted, stays free for its owner's heartbeat and ack) before bulkDeleteEndsSQL and
 // bulkDeleteSQL read whether a job waits for them (notAwaited). A
 // statement that waits for a row reads every other row from before its
 // wait: one that waited for an enqueue holding the row would miss the
 // dependent that enqueue committed, and delete the job it waits for.
 var bulkDeleteLocksSQL = stmt{
-	postgres: `select id from lite_jobs where id in (select jsonb_array_elements_text($1::jsonb)::bigint) order by id for update`,
+	postgres: `select id from lite_jobs where id in (select jsonb_array_elements_text($1::jsonb)::bigint)
+  and state in ('available', 'done', 'dead', 'cancelled') order by id for update`,
 }
 
 // bulkDeleteEndsSQL cancels, as Cancel does, the available jobs of a
