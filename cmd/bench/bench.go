@@ -35,9 +35,12 @@ type Flags struct {
 	Processes int           `default:"4" help:"Processes sharing one file in the multi-process figure."`
 	BigRows   int           `default:"1000000" help:"Finished rows in the big-table figure (plus a tenth as many dead)."`
 	Samples   int           `default:"200" help:"Jobs per latency figure."`
-	Prefill   int           `help:"Jobs waiting at the start of each throughput figure (default, per second of --duration: 300k with NORMAL, 100k with FULL, 50k on PostgreSQL; the files grow with it: a --duration 10s run writes about 2.5 GB)."`
+	Prefill   int           `help:"Jobs waiting at the start of each throughput figure (default, per second of --duration: 300k with NORMAL, 100k with FULL, 50k on PostgreSQL; a tenth as many of --durable's jobs of 10 steps; the files grow with it: a --duration 10s run writes about 2.5 GB)."`
 	DrainJobs int           `default:"1000000" help:"Jobs a child process drains, with NORMAL, for the peak RSS figure."`
 	Runs      int           `default:"1" help:"Measure every figure this many times and print each one's median and range."`
+	Durable   bool          `help:"Measure durable execution too: jobs of 10 steps against plain ones, the CPU of an idle worker beside --parked sleeping jobs, a signal's latency from another process (about 40 s more a run)."`
+	Parked    int           `default:"10000" help:"Jobs sleeping beside the idle worker of --durable."`
+	Idle      time.Duration `default:"5s" help:"How long --durable watches an idle worker's CPU, each time."`
 }
 
 // Row is one figure of the report.
@@ -95,13 +98,19 @@ func (c *Flags) Validate() error {
 	}{
 		{"--runs", c.Runs, 1}, {"--processes", c.Processes, 1}, {"--samples", c.Samples, 1},
 		{"--drain-jobs", c.DrainJobs, 1}, {"--big-rows", c.BigRows, 0}, {"--prefill", c.Prefill, 0},
+		{"--parked", c.Parked, 1},
 	} {
 		if f.value < f.min {
 			return fmt.Errorf("%s %d: must be at least %d", f.flag, f.value, f.min)
 		}
 	}
-	if c.Duration <= 0 {
-		return fmt.Errorf("--duration %s: must be more than zero", c.Duration)
+	for _, f := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--duration", c.Duration}, {"--idle", c.Idle}} {
+		if f.d <= 0 {
+			return fmt.Errorf("%s %s: must be more than zero", f.flag, f.d)
+		}
 	}
 	return nil
 }
@@ -198,7 +207,7 @@ func (r *benchRun) ratio(figure string, rate float64, against string, target flo
 	}
 	// A reference that measured nothing gives no ratio, and no verdict.
 	if target > 0 && row.Against != "" {
-		row.Target = fmt.Sprintf(">= %.1fx", target)
+		row.Target = fmt.Sprintf(">= %gx", target)
 		row.goal = func(row Row) bool { return row.Ratio >= target }
 		row.judge()
 	}
@@ -236,7 +245,8 @@ func (r *benchRun) all(ctx context.Context) error {
 	}
 	r.addEnqueue(rates, 0.9, 3.5)
 
-	if err := r.workers(ctx, []workerFigure{{1, "R1", 1}, {16, "R2", 0.3}, {256, "R2", 0.5}}); err != nil {
+	plain := []workerFigure{{1, "R1", 1}, {16, "R2", 0.3}, {256, "R2", 0.5}}
+	if err := r.workers(ctx, plain); err != nil {
 		return err
 	}
 
@@ -254,6 +264,11 @@ func (r *benchRun) all(ctx context.Context) error {
 	r.addLatency("latency, another process", crossProcess, 5, 15)
 	if err := r.calls(ctx); err != nil {
 		return err
+	}
+	if r.c.Durable {
+		if err := r.durable(ctx, plain); err != nil {
+			return err
+		}
 	}
 	many, busy, err := r.processes(ctx)
 	if err != nil {
@@ -278,7 +293,8 @@ type workerFigure struct {
 // workers measures a worker with a no-op handler at each concurrency of
 // figures, the last of which is 256, and then at 256 again over a table
 // that holds BigRows finished and a tenth as many dead jobs: the hot
-// paths read partial indexes, so the rate must not fall.
+// paths read partial indexes, so the rate must not fall. Each rate is
+// also the reference plainAt its concurrency.
 func (r *benchRun) workers(ctx context.Context, figures []workerFigure) error {
 	for _, f := range figures {
 		rate, err := r.workerRate(ctx, fmt.Sprintf("worker-%d.db", f.concurrency), f.concurrency, 0)
@@ -287,6 +303,7 @@ func (r *benchRun) workers(ctx context.Context, figures []workerFigure) error {
 		}
 		r.ratio(fmt.Sprintf("worker, no-op handler, concurrency %d", f.concurrency), rate, f.against, f.target)
 		r.refs["empty table"] = rate
+		r.refs[plainAt(f.concurrency)] = rate
 	}
 	big, err := r.workerRate(ctx, "big.db", 256, r.c.BigRows)
 	if err != nil {
@@ -429,6 +446,10 @@ select 'bench', 'noop', x'7b7d', ?2, ?3, 1, ?3, case when ?2 = 'available' then 
 	return err
 }
 
+// plainAt names the reference of a worker with a no-op handler at
+// concurrency.
+func plainAt(concurrency int) string { return fmt.Sprintf("plain at %d", concurrency) }
+
 // workerRate prefills jobs (after big finished and big/10 dead rows) and
 // measures how fast a worker with a no-op handler drains them.
 func (r *benchRun) workerRate(ctx context.Context, file string, concurrency, big int) (float64, error) {
@@ -446,25 +467,28 @@ func (r *benchRun) workerRate(ctx context.Context, file string, concurrency, big
 	if err := r.fill(ctx, q, prefill, lite.StateAvailable); err != nil {
 		return 0, err
 	}
-	return drain(ctx, q, concurrency, r.c.Duration, int64(prefill), io.Discard)
+	return drain(ctx, q, concurrency, r.c.Duration, int64(prefill), io.Discard, noop)
 }
 
-// drain runs a worker with a no-op handler for d, or until it has done
-// limit jobs (if limit > 0), and returns its rate. It runs on past d
-// until the first job is done: a short d on a loaded machine can end
-// before the worker has leased anything, and a rate of zero measures
-// nothing.
-func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration, limit int64, logs io.Writer) (float64, error) {
-	var done atomic.Int64
+// noop is a plain job's handler.
+func noop(context.Context, *lite.Job) error { return nil }
+
+// drain runs a worker with handler h for d, or until it has ended limit
+// runs (if limit > 0), and returns its rate. A run ends done, or parked
+// by a handler that sleeps (see idleCPU). It runs on past d until the
+// first run has ended: a short d on a loaded machine can end before the
+// worker has leased anything, and a rate of zero measures nothing.
+func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration, limit int64, logs io.Writer, h lite.Handler) (float64, error) {
+	var ended atomic.Int64
 	enough, first := make(chan struct{}), make(chan struct{})
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Concurrency: concurrency,
 		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		OnEvent: func(ev lite.Event) {
-			if ev.Kind != lite.EventDone {
+			if ev.Kind != lite.EventDone && ev.Kind != lite.EventParked {
 				return
 			}
-			n := done.Add(1)
+			n := ended.Add(1)
 			if n == 1 {
 				close(first)
 			}
@@ -476,7 +500,7 @@ func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration,
 	if err != nil {
 		return 0, err
 	}
-	w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+	w.Handle(lite.AnyKind, h)
 	ctx, stop := context.WithCancel(ctx)
 	finished := make(chan error, 1)
 	start := time.Now()
@@ -494,7 +518,7 @@ func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration,
 			stopped = true
 		}
 	}
-	n := done.Load()
+	n := ended.Load()
 	elapsed := time.Since(start)
 	stop()
 	if !stopped {
@@ -558,11 +582,21 @@ func (r *benchRun) latency(ctx context.Context) (inProcess, crossProcess []time.
 // addLatency adds a latency figure's p50 and p99, each with its target
 // in milliseconds; a target of 0 is none.
 func (r *benchRun) addLatency(figure string, lat []time.Duration, p50, p99 float64) {
+	r.addQuantiles(figure, lat, quantile{"p50", 0.5, p50}, quantile{"p99", 0.99, p99})
+}
+
+// quantile is one row of a latency figure: its name, where it lies among
+// the samples (0.5: the median) and its target in milliseconds, 0 for
+// none.
+type quantile struct {
+	name     string
+	at, goal float64
+}
+
+// addQuantiles adds a latency figure's quantiles, one row each.
+func (r *benchRun) addQuantiles(figure string, lat []time.Duration, quantiles ...quantile) {
 	slices.Sort(lat)
-	for _, p := range []struct {
-		name     string
-		at, goal float64
-	}{{"p50", 0.5, p50}, {"p99", 0.99, p99}} {
+	for _, p := range quantiles {
 		row := Row{Figure: figure, Value: float64(lat[int(p.at*float64(len(lat)-1))]) / float64(time.Millisecond),
 			Unit: "ms " + p.name}
 		if p.goal > 0 {
@@ -717,7 +751,7 @@ func (r *benchRun) wait(c *childProc) (out string, rss uint64, err error) {
 // bench's cross-process figures.
 type ChildFlags struct {
 	Sync string `enum:"normal,full" default:"normal"`
-	Mode string `arg:"" enum:"latency,drain,drain-all,calls"`
+	Mode string `arg:"" enum:"latency,drain,drain-all,calls,idle"`
 	Arg  string `arg:""`
 }
 
@@ -738,8 +772,9 @@ func Child(ctx context.Context, c ChildFlags, db string, out io.Writer) error {
 // run enqueues paced jobs stamped with their time (latency); drains jobs
 // for a duration and prints its rate and how many busy errors its worker
 // logged (drain); drains a number of jobs and prints its rate
-// (drain-all); or works durable calls until told to stop (calls, see
-// serveCalls).
+// (drain-all); works durable calls until told to stop (calls, see
+// serveCalls); or runs an idle worker for a duration and prints the CPU
+// it used (idle, see watchIdle).
 func (c *ChildFlags) run(ctx context.Context, db string, out io.Writer) error {
 	sync := map[string]lite.Synchronous{"normal": lite.SyncNormal, "full": lite.SyncFull}[c.Sync]
 	q, err := lite.Open(ctx, db, lite.Options{Synchronous: sync})
@@ -763,12 +798,19 @@ func (c *ChildFlags) run(ctx context.Context, db string, out io.Writer) error {
 	if c.Mode == "calls" {
 		return serveCalls(ctx, q, out)
 	}
+	if c.Mode == "idle" {
+		d, err := time.ParseDuration(c.Arg)
+		if err != nil {
+			return err
+		}
+		return watchIdle(ctx, q, d, out)
+	}
 	if c.Mode == "drain-all" {
 		n, err := strconv.ParseInt(c.Arg, 10, 64)
 		if err != nil {
 			return err
 		}
-		rate, err := drain(ctx, q, 256, time.Hour, n, io.Discard)
+		rate, err := drain(ctx, q, 256, time.Hour, n, io.Discard, noop)
 		if err != nil {
 			return err
 		}
@@ -780,7 +822,7 @@ func (c *ChildFlags) run(ctx context.Context, db string, out io.Writer) error {
 		return err
 	}
 	logs := &proc.Buffer{}
-	rate, err := drain(ctx, q, 64, d, 0, logs)
+	rate, err := drain(ctx, q, 64, d, 0, logs, noop)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func TestBenchRawBatchedThatRunsOutEndsThere(t *testing.T) {
 // zero --samples panicked, a zero --drain-jobs waited out an hour.
 func TestBenchRefusesFlagsThatMeasureNothing(t *testing.T) {
 	valid := func() Flags {
-		return Flags{Duration: time.Second, Processes: 4, BigRows: 10, Samples: 5, DrainJobs: 10, Runs: 1}
+		return Flags{Duration: time.Second, Processes: 4, BigRows: 10, Samples: 5, DrainJobs: 10, Runs: 1, Parked: 10, Idle: time.Second}
 	}
 	ok := valid()
 	if err := ok.Validate(); err != nil {
@@ -113,6 +113,8 @@ func TestBenchRefusesFlagsThatMeasureNothing(t *testing.T) {
 		"--big-rows -1":  func(c *Flags) { c.BigRows = -1 },
 		"--prefill -1":   func(c *Flags) { c.Prefill = -1 },
 		"--runs 0":       func(c *Flags) { c.Runs = 0 },
+		"--parked 0":     func(c *Flags) { c.Parked = 0 },
+		"--idle 0s":      func(c *Flags) { c.Idle = 0 },
 	} {
 		c := valid()
 		set(&c)

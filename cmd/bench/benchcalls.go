@@ -13,11 +13,13 @@ import (
 )
 
 // Durable calls: a caller that enqueues a job and waits for its result,
-// and an admin who cancels a running job, whose handler must stop soon.
-// The kinds a calls child works:
+// an admin who cancels a running job, whose handler must stop soon, and
+// (with --durable) a sender whose signal a parked job awaits. The kinds a
+// calls child works:
 const (
 	echoKind  = "echo"  // its result is its payload
 	blockKind = "block" // runs until its context ends, and notes when it did
+	awaitKind = "await" // awaits a signal, see awaitSignal
 	stopKind  = "stop"  // ends the child
 )
 
@@ -113,7 +115,7 @@ func (r *benchRun) cancels(ctx context.Context, q *lite.Queue) (map[int64]time.T
 		if err != nil {
 			return nil, err
 		}
-		if err := awaitRunning(ctx, q, id); err != nil {
+		if err := awaitJob(ctx, q, id, "start", func(j *lite.Job) bool { return j.State == lite.StateRunning }); err != nil {
 			return nil, err
 		}
 		if err := q.Cancel(ctx, id); err != nil {
@@ -127,18 +129,19 @@ func (r *benchRun) cancels(ctx context.Context, q *lite.Queue) (map[int64]time.T
 	return cancelled, nil
 }
 
-// awaitRunning looks every millisecond until job id runs.
-func awaitRunning(ctx context.Context, q *lite.Queue, id int64) error {
+// awaitJob looks at job id every millisecond until reached says it is
+// there; if 10s pass first, the error says the job did not do what.
+func awaitJob(ctx context.Context, q *lite.Queue, id int64, what string, reached func(*lite.Job) bool) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		j, err := q.Get(ctx, id)
 		switch {
 		case err != nil:
 			return err
-		case j.State == lite.StateRunning:
+		case reached(j):
 			return nil
 		case time.Now().After(deadline):
-			return fmt.Errorf("cancel: job %d did not start in 10s", id)
+			return fmt.Errorf("job %d did not %s in 10s", id, what)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -183,6 +186,7 @@ func runCalls(ctx context.Context, q *lite.Queue, stops io.Writer) (stop func(),
 		}
 		return ctx.Err()
 	})
+	w.Handle(awaitKind, awaitSignal)
 	w.Handle(stopKind, func(context.Context, *lite.Job) error {
 		cancel()
 		return nil

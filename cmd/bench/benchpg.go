@@ -75,7 +75,8 @@ func (r *benchRun) allServer(ctx context.Context) error {
 	}
 	r.addEnqueue(rates, 0, 0)
 
-	if err := r.workers(ctx, []workerFigure{{16, "R2", 0}, {256, "R2", 0.5}}); err != nil {
+	plain := []workerFigure{{16, "R2", 0}, {256, "R2", 0.5}}
+	if err := r.workers(ctx, plain); err != nil {
 		return err
 	}
 
@@ -87,6 +88,11 @@ func (r *benchRun) allServer(ctx context.Context) error {
 	r.addLatency("latency, another process, LISTEN/NOTIFY", crossProcess, 5, 0)
 	if err := r.calls(ctx); err != nil {
 		return err
+	}
+	if r.c.Durable {
+		if err := r.durable(ctx, plain); err != nil {
+			return err
+		}
 	}
 	many, _, err := r.processes(ctx)
 	if err != nil {

@@ -117,7 +117,7 @@ func BenchmarkServerWorker(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
-			rate, err := drain(b.Context(), q, c, time.Hour, int64(b.N), io.Discard)
+			rate, err := drain(b.Context(), q, c, time.Hour, int64(b.N), io.Discard, noop)
 			if err != nil {
 				b.Fatal(err)
 			}
