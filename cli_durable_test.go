@@ -47,6 +47,8 @@ func TestAShellScriptsStepsRunOnceAcrossAttemptsSleepsAndSignals(t *testing.T) {
 		}
 		eventually(t, "the job parks awaiting its signal", func() bool { return show().Parked == "signal" })
 		is.True(strings.Contains(mustLite(t, db, "", "ls"), " awaiting ")) // as what it waits for, not as available
+		is.True(strings.Contains(mustLite(t, db, "", "ls", "-s", "awaiting"), "\n"+id+" "))
+		is.Equal(strings.Count(mustLite(t, db, "", "ls", "-s", "sleeping,running"), "\n"), 1) // the header alone
 		var stats []struct {
 			Counts   map[string]int `json:"counts"`
 			Awaiting int            `json:"awaiting"`
@@ -55,7 +57,21 @@ func TestAShellScriptsStepsRunOnceAcrossAttemptsSleepsAndSignals(t *testing.T) {
 		is.Equal(stats[0].Counts["available"], 1)
 		is.Equal(stats[0].Awaiting, 1)
 		is.True(strings.Contains(mustLite(t, db, "", "stats"), "sleeping  awaiting"))
-		mustLite(t, db, "", "signal", id, "go", "hello")
+		// The payload from standard input, as a payload over a shell
+		// argument's size would be sent.
+		var sent struct {
+			ID     json.Number `json:"id"`
+			Signal string      `json:"signal"`
+			Bytes  int         `json:"bytes"`
+			Sent   bool        `json:"sent"`
+		}
+		is.NoErr(json.Unmarshal([]byte(mustLite(t, db, "hello", "--json", "signal", "--idempotency-key", "k1", id, "go", "-")), &sent))
+		is.Equal(sent.ID.String(), id)
+		is.Equal(sent.Signal, "go")
+		is.Equal(sent.Bytes, 5)
+		is.True(sent.Sent)
+		// Delivered again: not sent, so no second signal waits.
+		is.Equal(mustLite(t, db, "", "signal", "--idempotency-key", "k1", id, "go", "hello"), "job "+id+" had signal go of key k1 already: not sent again\n")
 		eventually(t, "the job is done", func() bool { return show().State == "done" })
 		j := show()
 		is.Equal(j.Result, "a-out b-out hello\n")

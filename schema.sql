@@ -116,7 +116,7 @@ end;
 CREATE TABLE lite_deps (
     depends_on integer not null,
     job_id     integer not null,
-    resolved   integer not null default 0 check (resolved in (0, 1, 2)),
+    resolved   integer not null default 0 check (resolved in (0, 1, 2)), awaits integer not null default 0 check (awaits in (0, 1)),
     primary key (depends_on, job_id)
 ) strict, without rowid;
 
@@ -134,33 +134,6 @@ CREATE TABLE lite_batches (
     created_at  integer not null,
     finished_at integer
 ) strict;
-
-CREATE TRIGGER lite_deps_ended after update of state on lite_jobs
-    when new.has_dependents and new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled')
-begin
-    update lite_deps set resolved = 2
-    where resolved = 0
-      and depends_on in (
-          with recursive ended(id) as (
-              select new.id
-              union
-              select d.job_id from lite_deps d join ended on d.depends_on = ended.id
-              join lite_jobs b on b.id = d.job_id
-              where new.state <> 'done' and d.resolved = 0 and b.state = 'blocked' and b.on_dep_failure = 'cancel')
-          select id from ended)
-      and (new.state = 'done' or (select on_dep_failure from lite_jobs where id = lite_deps.job_id) <> 'block');
-    update lite_jobs set deps_pending = deps_pending - (select count(*) from lite_deps d where d.job_id = lite_jobs.id and d.resolved = 2)
-    where id in (select job_id from lite_deps where resolved = 2)
-      and (new.state = 'done' or on_dep_failure = 'run');
-    update lite_jobs set state = 'cancelled', finished_at = new.finished_at,
-        errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'generation', generation,
-            'at', new.finished_at, 'error', 'cancelled: dependency ' || new.id || ' ended ' || new.state))
-    where id in (select job_id from lite_deps where resolved = 2) and state = 'blocked'
-      and new.state <> 'done' and on_dep_failure = 'cancel';
-    update lite_jobs set state = 'available'
-    where id in (select job_id from lite_deps where resolved = 2) and state = 'blocked' and deps_pending = 0;
-    update lite_deps set resolved = 1 where resolved = 2;
-end;
 
 CREATE TRIGGER lite_jobs_callback after update of state on lite_jobs
     when new.callback is not null and new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled')
@@ -246,7 +219,7 @@ CREATE TABLE lite_signals (
     sent_at                integer not null,
     consumed_by_generation integer,
     consumed_at            integer
-) strict;
+, idempotency_key text) strict;
 
 CREATE INDEX lite_signals_job on lite_signals (job_id, name, id);
 
@@ -263,3 +236,32 @@ begin
 end;
 
 CREATE INDEX lite_jobs_parked on lite_jobs (queue, parked, state, run_at) where parked is not null;
+
+CREATE TRIGGER lite_deps_ended after update of state on lite_jobs
+    when new.has_dependents and new.state in ('done', 'dead', 'cancelled') and old.state not in ('done', 'dead', 'cancelled')
+begin
+    update lite_deps set resolved = 2
+    where resolved = 0
+      and depends_on in (
+          with recursive ended(id) as (
+              select new.id
+              union
+              select d.job_id from lite_deps d join ended on d.depends_on = ended.id
+              join lite_jobs b on b.id = d.job_id
+              where new.state <> 'done' and d.resolved = 0 and not d.awaits and b.state = 'blocked' and b.on_dep_failure = 'cancel')
+          select id from ended)
+      and (new.state = 'done' or awaits or (select on_dep_failure from lite_jobs where id = lite_deps.job_id) <> 'block');
+    update lite_jobs set deps_pending = deps_pending - (select count(*) from lite_deps d where d.job_id = lite_jobs.id and d.resolved = 2
+        and (new.state = 'done' or d.awaits or lite_jobs.on_dep_failure = 'run'))
+    where id in (select job_id from lite_deps where resolved = 2);
+    update lite_jobs set state = 'cancelled', finished_at = new.finished_at,
+        errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'generation', generation,
+            'at', new.finished_at, 'error', 'cancelled: dependency ' || new.id || ' ended ' || new.state))
+    where id in (select job_id from lite_deps where resolved = 2 and not awaits) and state = 'blocked'
+      and new.state <> 'done' and on_dep_failure = 'cancel';
+    update lite_jobs set state = 'available'
+    where id in (select job_id from lite_deps where resolved = 2) and state = 'blocked' and deps_pending = 0;
+    update lite_deps set resolved = 1 where resolved = 2;
+end;
+
+CREATE UNIQUE INDEX lite_signals_key on lite_signals (job_id, idempotency_key) where idempotency_key is not null;

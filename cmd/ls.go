@@ -15,7 +15,7 @@ import (
 
 // lsCmd lists jobs.
 type lsCmd struct {
-	State       []lite.State `short:"s" enum:"blocked,available,running,done,dead,cancelled" help:"Only jobs in this state; repeat (-s dead -s done) or list (-s dead,done) for several."`
+	State       []lite.State `short:"s" enum:"blocked,available,running,done,dead,cancelled,sleeping,awaiting" help:"Only jobs in this state; repeat (-s dead -s done) or list (-s dead,done) for several. sleeping and awaiting are the available jobs parked by a sleep or an await of a signal."`
 	Queue       string       `short:"q" predictor:"queue" help:"Only jobs in this queue."`
 	Kind        string       `short:"k" help:"Only jobs of this kind."`
 	Tag         []string     `help:"Only jobs carrying this tag (repeat, or a,b: every one)."`
@@ -49,8 +49,12 @@ func (c *lsCmd) list(ctx context.Context, q *lite.Queue) ([]*lite.Job, error) {
 	}
 	var jobs []*lite.Job
 	for _, s := range states {
-		page, err := q.List(ctx, lite.ListFilter{State: s, Queue: c.Queue, Kind: c.Kind, Tags: c.Tag, Batch: c.Batch,
-			Newest: !c.OldestFirst, BeforeID: c.Before, AfterID: c.After, Limit: c.Limit})
+		f := lite.ListFilter{State: s, Queue: c.Queue, Kind: c.Kind, Tags: c.Tag, Batch: c.Batch,
+			Newest: !c.OldestFirst, BeforeID: c.Before, AfterID: c.After, Limit: c.Limit}
+		if parked, ok := lsParked[s]; ok {
+			f.State, f.Parked = "", parked
+		}
+		page, err := q.List(ctx, f)
 		if err != nil {
 			return nil, err
 		}
@@ -98,6 +102,9 @@ func (c *lsCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) err
 	}
 	return tw.Flush()
 }
+
+// lsParked is what the states ls shows for parked jobs filter on.
+var lsParked = map[lite.State]string{"sleeping": lite.ParkedSleep, "awaiting": lite.ParkedSignal}
 
 // lsState is the job's state as the table shows it: a parked job's as
 // what it waits for (sleeping, awaiting), not as available, since no

@@ -183,8 +183,11 @@ func printable(b []byte) string {
 
 // parkedText says what a parked job waits for.
 func parkedText(j *lite.Job) string {
-	if j.Parked == lite.ParkedSignal {
+	switch j.Parked {
+	case lite.ParkedSignal:
 		return "awaiting signal " + safe(j.ParkedOn)
+	case lite.ParkedAwait:
+		return "awaiting the jobs it waits for"
 	}
 	return safe(j.Parked)
 }

@@ -465,7 +465,11 @@ func (q *Queue) recordFailure(ctx context.Context, c conn, l Lease, cause error)
 // releaseSet puts a running job back to available under a new generation
 // and refunds the attempt: the job did not fail, its worker let go of it.
 // run_at stays: the job was due, and keeps its place in line.
-const releaseSet = `state = 'available', generation = generation + 1, attempts = attempts - 1,
+const releaseSet = `state = 'available', ` + releasedLease
+
+// releasedLease is releaseSet but for the state, which a park that blocks
+// its job sets otherwise (see parkAwaitingSQL).
+const releasedLease = `generation = generation + 1, attempts = attempts - 1,
     ` + clearedLease
 
 // clearedLease clears the lease fields: a job available again shows no

@@ -124,11 +124,12 @@ func retryTime(now string) string {
 }
 
 // retryPending counts the dependencies a retried job still waits for:
-// those not done, but for a job that runs anyway, only those not ended.
-// A dependency deleted has no row and waits for nothing.
+// those not done, but for a job that runs anyway, and for a job it
+// awaits, only those not ended. A dependency deleted has no row and waits
+// for nothing.
 const retryPending = `(select count(*) from lite_deps w join lite_jobs p on p.id = w.depends_on
     where w.job_id = lite_jobs.id and p.state <> 'done'
-      and (lite_jobs.on_dep_failure <> 'run' or p.state not in ('dead', 'cancelled')))`
+      and ((lite_jobs.on_dep_failure <> 'run' and not w.awaits) or p.state not in ('dead', 'cancelled')))`
 
 // retrySet is what a retry sets, but its times: a job that waits again is
 // blocked with its count, one that waits for nothing is available, and

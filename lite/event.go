@@ -14,7 +14,7 @@ const (
 	EventDone      EventKind = "done"       // acked done
 	EventFailed    EventKind = "failed"     // attempt failed: retry later, or dead
 	EventSnoozed   EventKind = "snoozed"    // given back to run later, no attempt spent
-	EventParked    EventKind = "parked"     // sleeping or awaiting a signal (Sleep, AwaitSignal), no attempt spent
+	EventParked    EventKind = "parked"     // sleeping, awaiting a signal or jobs (Sleep, AwaitSignal, Await), no attempt spent
 	EventReleased  EventKind = "released"   // given back at shutdown, no attempt spent
 	EventReclaimed EventKind = "reclaimed"  // taken back from a worker whose heartbeat lapsed
 	EventLeaseLost EventKind = "lease lost" // the lease was gone; the handler's outcome was skipped

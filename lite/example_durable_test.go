@@ -2,6 +2,8 @@ package lite_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -90,4 +92,78 @@ func ExampleQueue_Signal() {
 	// parked available signal approved
 	// publishing, ok by ada
 	// done 1
+}
+
+// A job fans out to children, enqueued once in a step, and awaits them
+// without a slot: the end of the last child makes it available again.
+func ExampleAwait() {
+	q, cleanup := exampleQueue()
+	defer cleanup()
+	ctx := context.Background()
+	id, err := q.Enqueue(ctx, lite.NewJob{Kind: "sum"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	w := quietWorker(q)
+	w.Handle("square", func(ctx context.Context, job *lite.Job) error {
+		var n int
+		if err := json.Unmarshal(job.Payload, &n); err != nil {
+			return lite.Permanent(err)
+		}
+		lite.SetResult(ctx, fmt.Appendf(nil, "%d", n*n))
+		return nil
+	})
+	w.Handle("sum", func(ctx context.Context, job *lite.Job) error {
+		ids, err := lite.RunStepTx(ctx, "children", func(ctx context.Context, tx *sql.Tx) ([]int64, error) {
+			var ids []int64
+			for n := 1; n <= 3; n++ {
+				id, err := q.EnqueueTx(ctx, tx, lite.NewJob{Kind: "square", Payload: fmt.Appendf(nil, "%d", n)})
+				if err != nil {
+					return nil, err
+				}
+				ids = append(ids, id)
+			}
+			return ids, nil
+		})
+		if err != nil {
+			return err
+		}
+		outcomes, err := lite.Await(ctx, ids...)
+		if err != nil {
+			return err // parked until the three have ended
+		}
+		sum := 0
+		for _, o := range outcomes {
+			n, err := lite.ResultOf[int](o)
+			if err != nil {
+				return err
+			}
+			sum += n
+		}
+		fmt.Println("sum of squares:", sum)
+		return nil
+	})
+	run := func(id int64) {
+		ev, err := w.RunJob(ctx, id)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("job", id, ev.Kind, ev.State)
+	}
+	run(id)
+	children, err := q.Dependencies(ctx, id)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range children {
+		run(c.ID)
+	}
+	run(id)
+	// Output:
+	// job 1 parked blocked
+	// job 2 done done
+	// job 3 done done
+	// job 4 done done
+	// sum of squares: 14
+	// job 1 done done
 }

@@ -15,8 +15,9 @@ var ErrParked = errors.New("parked")
 
 // The reasons a job is parked: Job.Parked.
 const (
-	ParkedSleep  = "sleep"  // until its Sleep's time
-	ParkedSignal = "signal" // until a signal of the name Job.ParkedOn comes, or its timeout
+	ParkedSleep  = "sleep"    // until its Sleep's time
+	ParkedSignal = "signal"   // until a signal of the name Job.ParkedOn comes, or its timeout
+	ParkedAwait  = "children" // blocked until the jobs its Await names have ended
 )
 
 // ParkError is the error Sleep and AwaitSignal return when the job must
@@ -25,13 +26,17 @@ const (
 // no slot meanwhile.
 type ParkError struct {
 	Until  time.Time
-	Reason string // ParkedSleep or ParkedSignal
-	Signal string // the awaited signal's name
+	Reason string  // ParkedSleep, ParkedSignal or ParkedAwait
+	Signal string  // the awaited signal's name
+	Jobs   []int64 // the jobs Await waits for
 }
 
 func (p *ParkError) Error() string {
-	if p.Reason == ParkedSignal {
+	switch p.Reason {
+	case ParkedSignal:
 		return fmt.Sprintf("parked awaiting signal %q", p.Signal)
+	case ParkedAwait:
+		return fmt.Sprintf("parked awaiting %d jobs", len(p.Jobs))
 	}
 	return fmt.Sprintf("parked until %s", p.Until.UTC().Format(time.RFC3339Nano))
 }
@@ -133,10 +138,14 @@ where id = ? and generation = ? and state = 'running'`,
 where id = $4 and generation = $5 and state = 'running'`,
 }
 
-// park parks the leased job as p asks, and returns when it runs again. A
+// park parks the leased job as p asks, and returns when it runs again
+// (for a job that awaits jobs, blocked, the zero time: when they end). A
 // job awaiting a signal that came meanwhile is available at once, its
 // marker cleared: the signal is there to consume.
 func (q *Queue) park(ctx context.Context, l Lease, p *ParkError) (time.Time, error) {
+	if p.Reason == ParkedAwait {
+		return q.parkAwaiting(ctx, l, p.Jobs)
+	}
 	var runAt int64
 	err := q.writeTx(ctx, q.sql(parkSQL), func(tx txConn) error {
 		var row int

@@ -61,6 +61,9 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 			ev.NextRunAt, err = w.q.park(ctx, l, park)
 			return err
 		})
+		if writeErr == nil && ev.NextRunAt.IsZero() {
+			ev.State = StateBlocked // until the jobs it awaits have ended
+		}
 	default:
 		writeErr = w.fail(ctx, l, err, out, &ev)
 	}

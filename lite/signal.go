@@ -29,12 +29,21 @@ const MaxSignals = 1000
 var ErrSignalsFull = errors.New("the job's signals are full")
 
 // insertSignalSQL sends a signal, unless the job keeps MaxSignals
-// unconsumed: it inserts no row then.
+// unconsumed or has had a signal of its idempotency key: it inserts no
+// row then.
 var insertSignalSQL = stmt{
-	sqlite: `insert into lite_signals (job_id, name, payload, sent_at) select ?1, ?2, ?3, ?4
-where (select count(*) from lite_signals where job_id = ?1 and consumed_at is null) < ` + fmt.Sprint(MaxSignals),
-	postgres: `insert into lite_signals (job_id, name, payload, sent_at) select $1::bigint, $2::text, $3::bytea, $4::bigint
-where (select count(*) from lite_signals where job_id = $1 and consumed_at is null) < ` + fmt.Sprint(MaxSignals),
+	sqlite: `insert into lite_signals (job_id, name, payload, sent_at, idempotency_key) select ?1, ?2, ?3, ?4, ?5
+where (select count(*) from lite_signals where job_id = ?1 and consumed_at is null) < ` + fmt.Sprint(MaxSignals) + `
+on conflict (job_id, idempotency_key) where idempotency_key is not null do nothing`,
+	postgres: `insert into lite_signals (job_id, name, payload, sent_at, idempotency_key) select $1::bigint, $2::text, $3::bytea, $4::bigint, $5::text
+where (select count(*) from lite_signals where job_id = $1 and consumed_at is null) < ` + fmt.Sprint(MaxSignals) + `
+on conflict (job_id, idempotency_key) where idempotency_key is not null do nothing`,
+}
+
+// signalKeySentSQL says whether the job has had a signal of the key.
+var signalKeySentSQL = stmt{
+	sqlite:   `select exists (select 1 from lite_signals where job_id = ? and idempotency_key = ?)`,
+	postgres: `select exists (select 1 from lite_signals where job_id = $1 and idempotency_key = $2)`,
 }
 
 // wakeSignalledSQL makes a job parked awaiting the signal available now.
@@ -51,18 +60,41 @@ where id = $2 and state = 'available' and parked = 'signal' and parked_on = $3`,
 // worker's wake-ups start it. A signal sent before the job awaits it is
 // kept all the same. A missing job is ErrNotFound; a finished one
 // ErrInvalidState; one that keeps MaxSignals unconsumed, ErrSignalsFull.
-// The payload is at most Options.MaxPayloadBytes.
+// The payload is at most Options.MaxPayloadBytes. A sender that may send
+// one signal twice (a webhook delivered again) uses SignalOnce.
 func (q *Queue) Signal(ctx context.Context, id int64, name string, payload []byte) error {
+	_, err := q.signal(ctx, id, name, "", payload)
+	return err
+}
+
+// SignalOnce is Signal with an idempotency key: a signal of key that job
+// id has had already, consumed or not, is not sent again, and sent is
+// false. A duplicate is then never left for a later AwaitSignal of the
+// same name to consume. A key has 1 to 200 bytes (MaxStepNameBytes) and
+// stays with the job as long as it is kept.
+func (q *Queue) SignalOnce(ctx context.Context, id int64, name, key string, payload []byte) (sent bool, err error) {
+	if key == "" || len(key) > MaxStepNameBytes {
+		return false, fmt.Errorf("signal job %d: %w: an idempotency key has 1 to %d bytes", id, ErrInvalid, MaxStepNameBytes)
+	}
+	return q.signal(ctx, id, name, key, payload)
+}
+
+// signal is Signal's and SignalOnce's; key "" is none.
+func (q *Queue) signal(ctx context.Context, id int64, name, key string, payload []byte) (sent bool, err error) {
 	if err := checkSignalName(name); err != nil {
-		return fmt.Errorf("signal job %d: %w", id, err)
+		return false, fmt.Errorf("signal job %d: %w", id, err)
 	}
 	switch {
 	case len(payload) > q.opts.MaxPayloadBytes:
-		return fmt.Errorf("signal job %d: payload of %d bytes: %w (limit %d)", id, len(payload), ErrTooLarge, q.opts.MaxPayloadBytes)
+		return false, fmt.Errorf("signal job %d: payload of %d bytes: %w (limit %d)", id, len(payload), ErrTooLarge, q.opts.MaxPayloadBytes)
 	case payload == nil:
 		payload = []byte{}
 	}
-	err := q.writeTx(ctx, q.sql(insertSignalSQL), func(tx txConn) error {
+	var keyArg any
+	if key != "" {
+		keyArg = key
+	}
+	err = q.writeTx(ctx, q.sql(insertSignalSQL), func(tx txConn) error {
 		var state State
 		if err := tx.QueryRowContext(ctx, q.sql(signalTargetSQL), id).Scan(&state); errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
@@ -73,23 +105,36 @@ func (q *Queue) Signal(ctx context.Context, id int64, name string, payload []byt
 			return fmt.Errorf("%w: the job is %s", ErrInvalidState, state)
 		}
 		now := q.nowOn(tx).UnixMilli()
-		res, err := tx.ExecContext(ctx, q.sql(insertSignalSQL), id, name, payload, now)
+		res, err := tx.ExecContext(ctx, q.sql(insertSignalSQL), id, name, payload, now, keyArg)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
+			var had bool
+			if key != "" {
+				if err := tx.QueryRowContext(ctx, q.sql(signalKeySentSQL), id, key).Scan(&had); err != nil {
+					return err
+				}
+			}
+			if had {
+				return nil // nothing to send or wake
+			}
 			return fmt.Errorf("%w (it keeps at most %d unconsumed)", ErrSignalsFull, MaxSignals)
 		}
+		sent = true
 		_, err = tx.ExecContext(ctx, q.sql(wakeSignalledSQL), now, id, name)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("signal job %d: %w", id, classify(err))
+		return false, fmt.Errorf("signal job %d: %w", id, classify(err))
+	}
+	if !sent {
+		return false, nil
 	}
 	q.notify()
-	return q.afterWrite(ctx, fmt.Sprintf("signal job %d", id))
+	return true, q.afterWrite(ctx, fmt.Sprintf("signal job %d", id))
 }
 
 // consumeSignalSQL consumes the oldest unconsumed signal of the name. Its
