@@ -26,6 +26,9 @@ type jobRow struct {
 	Preview   string // the payload's start, escaped and cut
 	LastError string // the last error's start, escaped and cut
 	Scheduled bool   // available, but its run_at is ahead
+	// ParkedLabel shows in place of its state while it is parked and its
+	// time has not come: sleeping or awaiting, as lite ls shows it.
+	ParkedLabel string
 }
 
 // jobRows are the rows of jobs, each payload read only as far as a row
@@ -42,7 +45,7 @@ func (s *server) jobRows(ctx context.Context, jobs []*lite.Job) ([]jobRow, error
 	now := s.opts.Now()
 	rows := make([]jobRow, len(jobs))
 	for i, j := range jobs {
-		rows[i] = jobRow{Job: j, Preview: cut(field(string(previews[j.ID]))), Scheduled: scheduled(j, now)}
+		rows[i] = jobRow{Job: j, Preview: cut(field(string(previews[j.ID]))), Scheduled: scheduled(j, now), ParkedLabel: parkedLabel(j, now)}
 		if n := len(j.Errors); n > 0 {
 			rows[i].LastError = cut(field(j.Errors[n-1].Error))
 		}

@@ -88,10 +88,14 @@ func (s *server) renderPart(w http.ResponseWriter, r *http.Request, code int, na
 	_, _ = w.Write(buf.Bytes())
 }
 
-// when is t as UTC with how long ago it was; a zero t is a dash.
+// when is t as UTC with how long ago it was; a zero t is a dash, and
+// one in year 9999 never (its distance from now overflows a Duration).
 func when(t, now time.Time) string {
 	if t.IsZero() {
 		return "—"
+	}
+	if t.Year() >= 9999 { // the wake time of a wait for a signal without a timeout
+		return "never: until a signal wakes it"
 	}
 	d := now.Sub(t)
 	rel := age(d) + " ago"
@@ -344,6 +348,11 @@ type jobView struct {
 	Links                   lite.Links
 	Batch                   lite.Batch // zero ID: none
 	progressView
+	// Parked says what a parked job waits for, and ParkedLabel shows in
+	// place of its state while it waits (sleeping, awaiting).
+	Parked      parkedView
+	ParkedLabel string
+	Steps       []stepEntry
 }
 
 func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -351,15 +360,17 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := jobView{Job: j, Scheduled: scheduled(j, s.opts.Now()), progressView: progressOf(j)}
+	now := s.opts.Now()
+	v := jobView{Job: j, Scheduled: scheduled(j, now), progressView: progressOf(j),
+		Parked: parkedOf(j, now), ParkedLabel: parkedLabel(j, now), Steps: timeline(j.Steps, now)}
 	if !s.workflow(w, r, &v) {
 		return
 	}
-	v.Wait, v.Run = timings(j, s.opts.Now())
+	v.Wait, v.Run = timings(j, now)
 	v.Payload, v.PayloadJSON = content(j.Payload)
 	v.Result, v.ResultJSON = content(j.Result)
 	if !j.HeartbeatAt.IsZero() {
-		v.HeartbeatAge = s.opts.Now().Sub(j.HeartbeatAt)
+		v.HeartbeatAge = now.Sub(j.HeartbeatAt)
 	}
 	for _, a := range jobActions {
 		if !s.opts.ReadOnly && a.Applies(j) {
