@@ -24,7 +24,7 @@ const serveShutdown = 5 * time.Second
 type serveCmd struct {
 	Addr      string   `default:"127.0.0.1:8080" help:"Address to listen on. Any but a loopback one needs a token."`
 	Token     string   `env:"LITE_TOKEN" help:"Token every request must carry (Authorization: Bearer, or the login form)."`
-	ReadOnly  bool     `help:"Serve no actions: no retry, cancel, release or purge."`
+	ReadOnly  bool     `help:"Serve no actions: no retry, cancel, release, purge or signal, no change to a queue or schedule."`
 	AllowHost []string `placeholder:"NAME" help:"Another name the server is reached by, as browsers send it in the Host header; repeat for more (\"*\" for any: only with a token)."`
 	workerFlags
 	Command []string `arg:"" optional:"" passthrough:"" help:"A command to run once per job, after --, as lite work runs it (default: serve only)."`

@@ -311,6 +311,12 @@ func status(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, lite.ErrInvalidState), errors.Is(err, lite.ErrDuplicate):
 		return http.StatusConflict
+	case errors.Is(err, lite.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, lite.ErrSignalsFull):
+		// Not a conflict with what the job is, as a finished job's 409:
+		// the job has to consume its signals first, and then takes more.
+		return http.StatusTooManyRequests
 	case errors.Is(err, lite.ErrBusy):
 		return http.StatusServiceUnavailable
 	}

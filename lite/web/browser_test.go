@@ -191,4 +191,19 @@ func TestInChromium(t *testing.T) {
 		screenshot(t, ctx, "hostile-job.png")
 		is.Equal(dialogs.Load(), int64(0))
 	})
+
+	t.Run("a signal sent from the page of a job awaiting it wakes the job", func(t *testing.T) {
+		is := is.New(t)
+		id := parkedAwaitingApproval(t, q, clock)
+		is.NoErr(chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, id)), chromedp.WaitVisible(`form.signal`)))
+		steps, err := chromedp.Run(ctx, chromedp.Text(`table.steps`))
+		is.NoErr(err)
+		is.True(strings.Contains(steps, "wait for signal approved, no timeout"))
+		is.NoErr(chromedp.Do(ctx, chromedp.SendKeys(`form.signal textarea`, "ok by ada"), chromedp.Click(`button.confirm.signal`), chromedp.WaitVisible(`p.sent`)))
+		screenshot(t, ctx, "signalled-job.png")
+		j, err := q.Get(t.Context(), id)
+		is.NoErr(err)
+		is.Equal(j.Parked, "") // woken: the name was filled in with what it awaits
+		is.Equal(dialogs.Load(), int64(0))
+	})
 }

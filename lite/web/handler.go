@@ -56,6 +56,7 @@ func Handler(q *lite.Queue, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	s.routePages(mux)
 	s.routeAPI(mux)
+	s.routeSignal(mux)
 	s.routeNamed(mux, queues)
 	s.routeNamed(mux, schedules)
 	s.routeLimits(mux)

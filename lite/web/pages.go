@@ -353,11 +353,30 @@ type jobView struct {
 	Parked      parkedView
 	ParkedLabel string
 	Steps       []stepEntry
+	// Signal is the form that sends the job a signal, offered while it
+	// has not finished (CanSignal) unless the handler is read-only.
+	Signal    signalView
+	CanSignal bool
 }
 
 func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
-	j, ok := s.job(w, r)
-	if !ok {
+	id, err := pathID(r)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	var f signalView
+	if o := r.URL.Query().Get("signal"); o == "sent" || o == "again" {
+		f.Outcome = o // where a posted signal's redirect leads
+	}
+	s.renderJob(w, r, http.StatusOK, id, f)
+}
+
+// renderJob writes job id's page with code, its signal form holding f.
+func (s *server) renderJob(w http.ResponseWriter, r *http.Request, code int, id int64, f signalView) {
+	j, err := s.q.Get(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, status(err), err.Error())
 		return
 	}
 	now := s.opts.Now()
@@ -377,7 +396,13 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request) {
 			v.Actions = append(v.Actions, a)
 		}
 	}
-	s.render(w, r, http.StatusOK, "job", v)
+	v.CanSignal = !s.opts.ReadOnly && !j.State.Finished()
+	if f.Name == "" && f.Error == "" && j.Parked == lite.ParkedSignal {
+		f.Name = j.ParkedOn // what it awaits, unless it would not show as it is
+	}
+	f.Error = field(f.Error)
+	v.Signal = shownBack(f)
+	s.render(w, r, code, "job", v)
 }
 
 // workflow reads what the job waits for, what waits for it and its batch
