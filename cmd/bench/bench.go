@@ -17,7 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/liteq/lite/cmd/proc"
@@ -474,13 +474,22 @@ func (r *benchRun) workerRate(ctx context.Context, file string, concurrency, big
 func noop(context.Context, *lite.Job) error { return nil }
 
 // drain runs a worker with handler h for d, or until it has ended limit
-// runs (if limit > 0), and returns its rate. A run ends done, or parked
-// by a handler that sleeps (see idleCPU). It runs on past d until the
-// first run has ended: a short d on a loaded machine can end before the
-// worker has leased anything, and a rate of zero measures nothing.
+// runs (if limit > 0), and returns its rate: the runs that ended over the
+// time until the last of them did. A run ends done, or parked by a
+// handler that sleeps (see idleCPU). It runs on past d until concurrency
+// runs have ended: a short d on a loaded machine can end before the
+// worker has leased anything, and jobs of many steps (see stepsRate) end
+// in waves, the jobs leased together ending together, of which one can
+// take longer than d. A rate of what ended before a whole wave, or up to
+// a time between two, measures the cut, not the worker.
 func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration, limit int64, logs io.Writer, h lite.Handler) (float64, error) {
-	var ended atomic.Int64
-	enough, first := make(chan struct{}), make(chan struct{})
+	var (
+		mu      sync.Mutex
+		start   time.Time
+		ended   int64
+		lastEnd time.Duration // from start to the latest run's end
+	)
+	enough, wave := make(chan struct{}), make(chan struct{})
 	w, err := lite.NewWorker(q, lite.WorkerOptions{
 		Concurrency: concurrency,
 		Logger:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -488,11 +497,14 @@ func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration,
 			if ev.Kind != lite.EventDone && ev.Kind != lite.EventParked {
 				return
 			}
-			n := ended.Add(1)
-			if n == 1 {
-				close(first)
+			mu.Lock()
+			defer mu.Unlock()
+			ended++
+			lastEnd = time.Since(start)
+			if ended == int64(concurrency) {
+				close(wave)
 			}
-			if n == limit {
+			if ended == limit {
 				close(enough)
 			}
 		},
@@ -503,7 +515,7 @@ func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration,
 	w.Handle(lite.AnyKind, h)
 	ctx, stop := context.WithCancel(ctx)
 	finished := make(chan error, 1)
-	start := time.Now()
+	start = time.Now()
 	go func() { finished <- w.Run(ctx) }()
 	var runErr error
 	stopped := false // the worker's Run returned before it was told to
@@ -513,18 +525,20 @@ func drain(ctx context.Context, q *lite.Queue, concurrency int, d time.Duration,
 		stopped = true
 	case <-time.After(d):
 		select {
-		case <-first:
+		case <-wave:
+		case <-enough: // fewer than a wave
 		case runErr = <-finished:
 			stopped = true
 		}
 	}
-	n := ended.Load()
-	elapsed := time.Since(start)
+	mu.Lock()
+	n, elapsed := ended, lastEnd
+	mu.Unlock()
 	stop()
 	if !stopped {
 		runErr = <-finished
 	}
-	if runErr != nil {
+	if runErr != nil || n == 0 {
 		return 0, runErr
 	}
 	return float64(n) / elapsed.Seconds(), nil
