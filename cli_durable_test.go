@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/liteq/lite/lite"
 	"github.com/matryer/is"
 )
 
@@ -71,7 +75,7 @@ func TestAShellScriptsStepsRunOnceAcrossAttemptsSleepsAndSignals(t *testing.T) {
 		is.Equal(sent.Bytes, 5)
 		is.True(sent.Sent)
 		// Delivered again: not sent, so no second signal waits.
-		is.Equal(mustLite(t, db, "", "signal", "--idempotency-key", "k1", id, "go", "hello"), "job "+id+" had signal go of key k1 already: not sent again\n")
+		is.Equal(mustLite(t, db, "", "signal", "--idempotency-key", "k1", id, "go", "hello"), "job "+id+" had a signal of key k1 already: go not sent\n")
 		eventually(t, "the job is done", func() bool { return show().State == "done" })
 		j := show()
 		is.Equal(j.Result, "a-out b-out hello\n")
@@ -80,4 +84,31 @@ func TestAShellScriptsStepsRunOnceAcrossAttemptsSleepsAndSignals(t *testing.T) {
 		is.NoErr(err)
 		is.Equal(string(runs), "A\nB\n") // each step's command ran once
 	})
+}
+
+// A Go job parked by Await shows what it awaits, and not its dependency
+// policy, which an await does not follow.
+func TestShowSaysWhatAnAwaitingJobAwaits(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	q, err := lite.Open(t.Context(), db, lite.Options{})
+	is.NoErr(err)
+	t.Cleanup(func() { q.Close() })
+	child, err := q.Enqueue(t.Context(), lite.NewJob{Kind: "child"})
+	is.NoErr(err)
+	parent, err := q.Enqueue(t.Context(), lite.NewJob{Kind: "parent"})
+	is.NoErr(err)
+	w, err := lite.NewWorker(q, lite.WorkerOptions{Logger: slog.New(slog.DiscardHandler)})
+	is.NoErr(err)
+	w.Handle("parent", func(ctx context.Context, _ *lite.Job) error {
+		_, err := lite.Await(ctx, child)
+		return err
+	})
+	ev, err := w.RunJob(t.Context(), parent)
+	is.NoErr(err)
+	is.Equal(ev.Kind, lite.EventParked)
+	out := mustLite(t, db, "", "show", fmt.Sprint(parent))
+	is.True(strings.Contains(out, "parked:       awaiting the jobs it waits for\n"))
+	is.True(strings.Contains(out, fmt.Sprintf("waits for:    %d (available) (1 not ended; awaited: any end counts)\n", child)))
 }

@@ -267,3 +267,25 @@ func TestEnqueueWithNoPayloadFromATerminalIsRefused(t *testing.T) {
 		is.Equal(jobs[0].Payload+jobs[1].Payload, "")
 	})
 }
+
+// Ids and counts are decimal: a leading zero, a 0x or a 1_0 never names
+// another job.
+func TestNumbersAreDecimalDigits(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "q.db")
+	for range 9 {
+		mustLite(t, db, "", "enqueue", "x")
+	}
+	for _, id := range []string{"0x9", "0b11", "1_0", "011"} {
+		r := runLite(t, db, "", "cancel", id)
+		if id == "011" {
+			is.Equal(r.stderr, "lite: cancel job 11: job not found\n") // eleven, not nine
+			continue
+		}
+		is.Equal(r.code, 2)
+		is.True(strings.Contains(r.stderr, "is not a whole number in decimal digits"))
+	}
+	is.Equal(runLite(t, db, "", "ls", "-n", "010").code, 0) // ten
+	is.True(!strings.Contains(mustLite(t, db, "", "ls", "-s", "cancelled"), " cancelled "))
+}

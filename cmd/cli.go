@@ -307,7 +307,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 	var cli root
 	var queue *lite.Queue
 	var command string
-	parser, err := kong.New(&cli,
+	parser, err := kong.New(&cli, append([]kong.Option{
 		kong.Name("lite"),
 		kong.Description("A durable job queue in one SQLite file."),
 		kong.Writers(env.Stdout, env.Stderr),
@@ -331,7 +331,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 			queue = q
 			return q, err
 		}),
-	)
+	}, decimalMappers...)...)
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,11 @@ func (c *showCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue) e
 	if j.Parked != "" {
 		row("parked", parkedText(j))
 	}
-	if len(links.WaitsFor) > 0 {
+	switch {
+	case len(links.WaitsFor) > 0 && j.Parked == lite.ParkedAwait:
+		// An await counts any end and cancels nothing: its policy is not the await's.
+		row("waits for", fmt.Sprintf("%s (%d not ended; awaited: any end counts)", related(links.WaitsFor), links.Pending))
+	case len(links.WaitsFor) > 0:
 		row("waits for", fmt.Sprintf("%s (%d not done; if one fails: %s)", related(links.WaitsFor), links.Pending, links.Policy))
 	}
 	if len(links.WaitedBy) > 0 {

@@ -27,7 +27,7 @@ type signalJSON struct {
 // Validate refuses an empty key given, which would send with none.
 func (c *signalCmd) Validate(kctx *kong.Context) error {
 	if c.Key == "" && flagGiven(kctx, "idempotency-key") {
-		return usagef("signal: --idempotency-key is empty: give a key, or leave the flag out")
+		return usagef("--idempotency-key is empty: give a key, or leave the flag out")
 	}
 	return nil
 }
@@ -56,7 +56,7 @@ func (c *signalCmd) Run(ctx context.Context, env Env, g *globals, q *lite.Queue)
 	case g.JSON:
 		return writeJSON(env.Stdout, signalJSON{ID: c.ID, Signal: c.Name, Bytes: len(payload), Sent: sent})
 	case !sent:
-		_, err = fmt.Fprintf(env.Stdout, "job %d had signal %s of key %s already: not sent again\n", c.ID, safe(c.Name), safe(c.Key))
+		_, err = fmt.Fprintf(env.Stdout, "job %d had a signal of key %s already: %s not sent\n", c.ID, safe(c.Key), safe(c.Name))
 	default:
 		_, err = fmt.Fprintf(env.Stdout, "job %d signalled %s\n", c.ID, safe(c.Name))
 	}

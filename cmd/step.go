@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"syscall"
 
 	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
@@ -25,7 +26,7 @@ func (c *stepCmd) Validate(kctx *kong.Context) error {
 	if !slices.Contains(kctx.Args, "--") || len(argv(c.Command)) == 0 {
 		return errors.New("give the command after --, as in: lite step fetch -- curl -s https://example.com")
 	}
-	return nil
+	return lite.CheckStepName(c.Name) // before the command runs: a name refused after would run it on every attempt
 }
 
 // Run prints the step's record, running the command first if the job
@@ -62,7 +63,7 @@ func (c *stepCmd) runOnce(ctx context.Context, env Env, max int) ([]byte, error)
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
-		return nil, exitError{code: exit.ExitCode(), err: fmt.Errorf("step %s: %s: nothing recorded", safe(c.Name), exit)}
+		return nil, exitError{code: exitCode(exit), err: fmt.Errorf("step %s: %s: nothing recorded", safe(c.Name), exit)}
 	case err != nil:
 		return nil, fmt.Errorf("step %s: %w", safe(c.Name), err)
 	case stdout.n > int64(max):
@@ -80,4 +81,14 @@ func leaseLostExit(l lite.Lease, err error) error {
 			l.JobID, l.Generation, err)}
 	}
 	return err
+}
+
+// exitCode is the code a shell reports for a command that ended as exit
+// says: 128 + the signal's number for one a signal killed (ExitCode says
+// -1 then, which would exit 255).
+func exitCode(exit *exec.ExitError) int {
+	if status, ok := exit.Sys().(syscall.WaitStatus); ok && status.Signaled() {
+		return 128 + int(status.Signal())
+	}
+	return exit.ExitCode()
 }

@@ -66,7 +66,7 @@ func ResultOf[T any](d Dependency) (T, error) {
 
 // awaitJobs is Await's, its record named name.
 func (d *durable) awaitJobs(ctx context.Context, name string, ids []int64) ([]Dependency, error) {
-	ids, err := awaitable(d.lease.JobID, ids)
+	jobs, err := awaitable(d.lease.JobID, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +78,13 @@ func (d *durable) awaitJobs(ctx context.Context, name string, ids []int64) ([]De
 		return nil, d.failed(err)
 	}
 	if !ended {
-		return nil, &ParkError{Reason: ParkedAwait, Jobs: ids}
+		return nil, &ParkError{Reason: ParkedAwait, Jobs: jobs}
 	}
 	return decodeOutcomes(b, nil)
 }
 
-// awaitable checks ids for an await by job self, without repeats.
+// awaitable checks ids for an await by job self, and returns them
+// without repeats: the jobs its park waits for.
 func awaitable(self int64, ids []int64) ([]int64, error) {
 	var out []int64
 	for _, id := range ids {
@@ -110,7 +111,9 @@ var outcomesSQL = stmt{
 
 // recordOutcomes reads the outcomes of jobs ids and, once all of them
 // have ended, records them as the step name under lease l, in one
-// transaction; ended is false, and nothing written, while one has not.
+// transaction, one for each id given (a repeated one repeated, so that
+// the i-th outcome is ids[i]'s); ended is false, and nothing written,
+// while one has not.
 func (q *Queue) recordOutcomes(ctx context.Context, l Lease, name string, ids []int64) (record []byte, ended bool, err error) {
 	text, _ := json.Marshal(ids) // ids always marshal
 	err = q.writeTx(ctx, q.sql(outcomesSQL), func(tx txConn) error {
@@ -145,7 +148,7 @@ func (q *Queue) recordOutcomes(ctx context.Context, l Lease, name string, ids []
 		if err != nil {
 			return err
 		}
-		record, err = q.recordStepOn(ctx, tx, l, name, b)
+		record, _, err = q.recordStepOn(ctx, tx, l, name, b)
 		ended = err == nil
 		return err
 	})

@@ -116,7 +116,7 @@ func TestAwaitOfEndedJobsReturnsAtOnceAndItsRecordStands(t *testing.T) {
 		is.Equal(mustRun(t, w, parent).Kind, lite.EventFailed)
 		is.Equal(mustRun(t, w, parent).Kind, lite.EventDone)
 		is.Equal(len(got), 2)
-		is.Equal(len(got[0]), 1) // the repeated id once
+		is.Equal(len(got[0]), 2) // the i-th outcome is the i-th id's, a repeated one too
 		is.Equal(got[0][0].State, lite.StateDone)
 		is.Equal(got[1], got[0]) // the second attempt read the record
 	})
@@ -304,5 +304,34 @@ where wait_event_type = 'Lock' and query like '%cancelled%'`).Scan(&waiting))
 		is.NoErr(<-cancelled)
 		is.Equal(mustGet(t, q, parent).State, lite.StateAvailable)
 		is.Equal(mustRun(t, w, parent).Kind, lite.EventDone)
+	})
+}
+
+func TestAParkErrorMadeByHandThatNoWorkerCanParkFailsTheAttempt(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		for _, tc := range []struct {
+			name string
+			park func(self int64) *lite.ParkError
+		}{
+			{"an await of nothing", func(int64) *lite.ParkError { return &lite.ParkError{Reason: lite.ParkedAwait} }},
+			{"an await of itself", func(self int64) *lite.ParkError {
+				return &lite.ParkError{Reason: lite.ParkedAwait, Jobs: []int64{self}}
+			}},
+			{"a sleep with no time", func(int64) *lite.ParkError { return &lite.ParkError{Reason: lite.ParkedSleep} }},
+			{"a reason of no kind", func(int64) *lite.ParkError { return &lite.ParkError{Reason: "nap", Until: time.Now()} }},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				is := is.New(t)
+				q, _ := e.mustOpen(t, newFakeClock())
+				id := mustEnqueue(t, q, lite.NewJob{Kind: "d", MaxAttempts: 1})
+				w := durableWorker(t, q, func(ctx context.Context, job *lite.Job) error {
+					return fmt.Errorf("wrapped: %w", tc.park(job.ID))
+				})
+				ev := mustRun(t, w, id)
+				is.Equal(ev.Kind, lite.EventFailed)
+				is.True(errors.Is(ev.Err, lite.ErrInvalid))
+				is.Equal(mustGet(t, q, id).State, lite.StateDead) // its one attempt spent: no loop, no block
+			})
+		}
 	})
 }

@@ -84,8 +84,10 @@ func lossOr(ctx context.Context, err error) error {
 	return err
 }
 
-// checkStepName refuses a name that is empty, too long, or lite's own.
-func checkStepName(name string) error {
+// CheckStepName refuses a step name that is empty, too long, or lite's
+// own: RunStep and RecordStep refuse it, and `lite step` before it runs
+// anything.
+func CheckStepName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("step: %w: an empty name", ErrInvalid)
@@ -206,33 +208,70 @@ var ownsSQL = stmt{
 	postgres: `select count(*) from lite_jobs where id = $1 and generation = $2 and state = 'running'`,
 }
 
+// stepFenceSQL takes, on PostgreSQL, the job's row for the rest of a
+// step's transaction while lease l holds it. The insert's own match
+// (recordStepSQL) locks nothing an update waits for: without this, a
+// cancel, a release or a lease by id could commit while the step's
+// commit was under way (a slow one: a deferred trigger, a synchronous
+// standby), and the writes of a lease it had ended would appear after
+// it returned, beside those of the lease after it. Taken at the record,
+// not when the transaction begins, so that the owner's writes to the row
+// wait only for the commit. On SQLite the file's write lock orders them.
+var stepFenceSQL = stmt{
+	postgres: `select 1 from lite_jobs where id = $1 and generation = $2 and state = 'running' for no key update`,
+}
+
 // recordStepOn records result under name for lease l, on c (a write's
 // connection or transaction), and returns what the job holds under name
-// afterwards: result, or the record an earlier call made, which wins.
-// With the lease lost it returns ErrLeaseLost, past the bounds
-// ErrStepsFull; nothing is written then.
-func (q *Queue) recordStepOn(ctx context.Context, c conn, l Lease, name string, result []byte) ([]byte, error) {
+// afterwards: result, or the record an earlier call made, which wins
+// (inserted is false then: the caller's other writes in c duplicate
+// that call's and must roll back). With the lease lost it returns
+// ErrLeaseLost, past the bounds ErrStepsFull; nothing is written then.
+func (q *Queue) recordStepOn(ctx context.Context, c conn, l Lease, name string, result []byte) (stored []byte, inserted bool, err error) {
 	if result == nil {
 		result = []byte{} // the column holds no null
 	}
+	if q.engine.onServer() {
+		var row int
+		if err := c.QueryRowContext(ctx, q.sql(stepFenceSQL), l.JobID, l.Generation).Scan(&row); err != nil {
+			return nil, false, ownedRow(err, l)
+		}
+	}
 	res, err := c.ExecContext(ctx, q.sql(recordStepSQL), name, result, q.nowOn(c).UnixMilli(), l.JobID, l.Generation)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return result, err
+		return result, err == nil, err
 	}
 	if err := q.stillOwned(ctx, c, l); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s, ok, err := q.stepOn(ctx, c, l.JobID, name)
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	case ok:
-		return s.Result, nil
+		return s.Result, false, nil
 	}
-	return nil, fmt.Errorf("step %q of job %d: %w (at most %d steps and %d bytes)", name, l.JobID, ErrStepsFull, MaxSteps, MaxStepsBytes)
+	return nil, false, fmt.Errorf("step %q of job %d: %w (at most %d steps and %d bytes)", name, l.JobID, ErrStepsFull, MaxSteps, MaxStepsBytes)
+}
+
+// recordedBefore rolls back a transaction whose step another call
+// recorded first (see recordStepOn): its writes are that call's again.
+// The record is what the caller gets.
+type recordedBefore struct{ record []byte }
+
+func (recordedBefore) Error() string { return "the step was recorded by another call" }
+
+// keptRecord is the record err carries when the transaction rolled back
+// for recordedBefore, with ok true; else err as it is.
+func keptRecord(err error) (record []byte, ok bool, rest error) {
+	var r recordedBefore
+	if errors.As(err, &r) {
+		return r.record, true, nil
+	}
+	return nil, false, err
 }
 
 // RecordStep records result as job l's step name, under lease l, unless
@@ -242,7 +281,7 @@ func (q *Queue) recordStepOn(ctx context.Context, c conn, l Lease, name string, 
 // nothing. It is what RunStep does for a handler, for a process that does
 // not hold the lease itself (`lite step`).
 func (q *Queue) RecordStep(ctx context.Context, l Lease, name string, result []byte) ([]byte, error) {
-	if err := checkStepName(name); err != nil {
+	if err := CheckStepName(name); err != nil {
 		return nil, err
 	}
 	stored, err := q.recordStep(ctx, l, name, result)
@@ -258,7 +297,7 @@ func (q *Queue) recordStep(ctx context.Context, l Lease, name string, result []b
 	}
 	var stored []byte
 	err := q.write(ctx, q.sql(recordStepSQL), func(c conn) (err error) {
-		stored, err = q.recordStepOn(ctx, c, l, name, result)
+		stored, _, err = q.recordStepOn(ctx, c, l, name, result)
 		return err
 	})
 	if err != nil {

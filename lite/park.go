@@ -44,6 +44,24 @@ func (p *ParkError) Error() string {
 // Unwrap makes errors.Is(err, ErrParked) hold.
 func (p *ParkError) Unwrap() error { return ErrParked }
 
+// invalid says why p is a park that Sleep, AwaitSignal and Await never
+// make, for job self: one a handler built by hand, which a worker fails
+// as an attempt rather than park the job on nothing (run again at once,
+// no attempt spent, for ever) or on itself (blocked for good).
+func (p *ParkError) invalid(self int64) error {
+	switch p.Reason {
+	case ParkedSleep, ParkedSignal:
+		if p.Until.IsZero() {
+			return fmt.Errorf("%w: a park error with no time to wake", ErrInvalid)
+		}
+		return nil
+	case ParkedAwait:
+		_, err := awaitable(self, p.Jobs)
+		return err
+	}
+	return fmt.Errorf("%w: a park error of reason %q", ErrInvalid, p.Reason)
+}
+
 // never is the wake time of a job that awaits a signal with no timeout:
 // the last millisecond of year 9999, far beyond any real run_at.
 var never = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)

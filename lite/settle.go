@@ -31,6 +31,11 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 	var park *ParkError
 	var writeErr error
 	waited := false // the write's own commit waited for Options.AfterCommit
+	if errors.As(err, &park) {
+		if bad := park.invalid(r.job.ID); bad != nil {
+			err, park = bad, nil // the attempt fails as the handler's error
+		}
+	}
 	switch {
 	case err == nil:
 		ev.Kind, ev.State = EventDone, StateDone

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -42,6 +43,10 @@ func (q *Queue) SleepLease(ctx context.Context, l Lease, name string, d time.Dur
 // l itself (`lite await-signal`): one await of each signal name per job.
 // A park is recorded for the run, as SleepLease's.
 func (q *Queue) AwaitSignalLease(ctx context.Context, l Lease, name string, timeout time.Duration) ([]byte, error) {
+	if strings.HasSuffix(name, awaitedSuffix) {
+		// Its checkpoint would be another name's record of what it got.
+		return nil, fmt.Errorf("await signal %q: %w: a shell await's name cannot end in %q", name, ErrInvalid, awaitedSuffix)
+	}
 	dur := q.outside(l)
 	p, err := dur.await(ctx, name, reservedStep+"signal:"+name, timeout)
 	return p, dur.requestPark(ctx, err)

@@ -74,7 +74,7 @@ func (q *Queue) Signal(ctx context.Context, id int64, name string, payload []byt
 // stays with the job as long as it is kept.
 func (q *Queue) SignalOnce(ctx context.Context, id int64, name, key string, payload []byte) (sent bool, err error) {
 	if key == "" || len(key) > MaxStepNameBytes {
-		return false, fmt.Errorf("signal job %d: %w: an idempotency key has 1 to %d bytes", id, ErrInvalid, MaxStepNameBytes)
+		return false, fmt.Errorf("signal job %d: %w", id, fmt.Errorf("%w: an idempotency key has 1 to %d bytes", ErrInvalid, MaxStepNameBytes))
 	}
 	return q.signal(ctx, id, name, key, payload)
 }
@@ -152,6 +152,10 @@ where id = (select id from lite_signals where job_id = $1 and name = $3 and cons
 returning payload`,
 }
 
+// awaitedSuffix ends the name of the record of what an await got, after
+// its checkpoint's name.
+const awaitedSuffix = ":got"
+
 // awaited is an AwaitSignal's record: the payload it consumed, or that
 // its timeout passed.
 type awaited struct {
@@ -188,7 +192,7 @@ func (d *durable) await(ctx context.Context, name, at string, timeout time.Durat
 	if err := checkSignalName(name); err != nil {
 		return nil, err // a wait for a name no Signal can send would never end
 	}
-	outcome := at + ":got"
+	outcome := at + awaitedSuffix
 	if b, ok, err := d.q.StepResult(ctx, d.lease.JobID, outcome); err != nil || ok {
 		return decodeAwaited(b, err)
 	}
@@ -225,11 +229,16 @@ func (q *Queue) consumeSignal(ctx context.Context, l Lease, name, outcome string
 			return err
 		}
 		b, _ := json.Marshal(awaited{Payload: payload}) // bytes always marshal
-		record, err = q.recordStepOn(ctx, tx, l, outcome, b)
+		var inserted bool
+		if record, inserted, err = q.recordStepOn(ctx, tx, l, outcome, b); err == nil && !inserted {
+			return recordedBefore{record} // the signal stays for the await after
+		}
 		got = err == nil
 		return err
 	})
-	if err != nil {
+	if kept, ok, rest := keptRecord(err); ok {
+		return kept, true, nil
+	} else if err = rest; err != nil {
 		return nil, false, fmt.Errorf("consume: %w", q.explainLoss(ctx, classify(err), l))
 	}
 	return record, got, nil

@@ -70,10 +70,15 @@ func RunStepTx[T any](ctx context.Context, name string, fn func(ctx context.Cont
 		if len(b) > d.q.opts.MaxPayloadBytes {
 			return fmt.Errorf("result of %d bytes: %w (limit %d)", len(b), ErrTooLarge, d.q.opts.MaxPayloadBytes)
 		}
-		stored, err = d.q.recordStepOn(ctx, tx, d.lease, name, b)
+		var inserted bool
+		if stored, inserted, err = d.q.recordStepOn(ctx, tx, d.lease, name, b); err == nil && !inserted {
+			return recordedBefore{stored}
+		}
 		return err
 	})
-	if err != nil {
+	if record, ok, rest := keptRecord(err); ok {
+		return decodeStep[T](name, record, nil)
+	} else if err = rest; err != nil {
 		return zero, d.failed(fmt.Errorf("step %q: %w", name, lossOr(ctx, d.q.explainLoss(ctx, classify(err), d.lease))))
 	}
 	return decodeStep[T](name, stored, nil)
@@ -84,7 +89,7 @@ func lookUpStep(ctx context.Context, name string) (d *durable, recorded []byte, 
 	if d, err = durableOf(ctx); err != nil {
 		return nil, nil, false, fmt.Errorf("step %q: %w", name, err)
 	}
-	if err := checkStepName(name); err != nil {
+	if err := CheckStepName(name); err != nil {
 		return nil, nil, false, err
 	}
 	recorded, ok, err = d.q.StepResult(ctx, d.lease.JobID, name)
