@@ -162,12 +162,19 @@ func TestAWaitThatTimedOutSaysSo(t *testing.T) {
 	})
 }
 
+// hostileFirst is hostile text whose control and format characters come
+// first, where a preview cut to a row's length keeps them.
+const hostileFirst = "\x1b[2J\u202e" + hostileName
+
+// hostileFirstShown is the start of hostileFirst as a preview shows it.
+const hostileFirstShown = `\x1b[2J\u202e&lt;script&gt;alert(1)`
+
 // hostileSteps is a handler that records a step whose name and result
 // are hostile, raw (as `lite step` records a command's stdout), and
 // awaits a signal whose name is hostile.
 func hostileSteps(q *lite.Queue) lite.Handler {
 	return func(ctx context.Context, j *lite.Job) error {
-		if _, err := q.RecordStep(ctx, j.Lease(), hostile, []byte(hostile)); err != nil {
+		if _, err := q.RecordStep(ctx, j.Lease(), hostile, []byte(hostileFirst)); err != nil {
 			return err
 		}
 		_, err := lite.AwaitSignal(ctx, hostile, 0)
@@ -187,7 +194,7 @@ func TestHostileStepsShowAsText(t *testing.T) {
 			is := is.New(t)
 			body := hostilePage(t, h, page)
 			is.Equal(strings.Count(body, "<code>"+hostileShown+"</code>"), 1)                          // the step's name
-			is.Equal(strings.Count(body, `<code class="preview">&lt;script&gt;alert(1)`), 1)           // its result, cut
+			is.Equal(strings.Count(body, `<code class="preview">`+hostileFirstShown), 1)               // its result, cut
 			is.Equal(strings.Count(body, "<code>lite:signal:"+hostileShown+"#1</code>"), 1)            // the wait's record
 			is.Equal(strings.Count(body, "<td>wait for signal "+hostileShown+", no timeout </td>"), 1) // what it is
 			is.Equal(strings.Count(body, `<dd class="parked">awaiting signal `+hostileShown+", no timeout</dd>"), 1)
@@ -195,11 +202,38 @@ func TestHostileStepsShowAsText(t *testing.T) {
 
 		t.Run("what the wait got is text", func(t *testing.T) {
 			is := is.New(t)
-			is.NoErr(q.Signal(t.Context(), id, hostile, []byte(hostile)))
+			is.NoErr(q.Signal(t.Context(), id, hostile, []byte(hostileFirst)))
 			litetest.Drain(t, w)
 			body := hostilePage(t, h, page)
-			is.Equal(strings.Count(body, "<td>got signal "+hostileShown+`: <code class="preview">&lt;script&gt;alert(1)`), 1)
+			is.Equal(strings.Count(body, "<td>got signal "+hostileShown+`: <code class="preview">`+hostileFirstShown), 1)
 		})
+
+		t.Run("a shell command's park for a hostile signal is text", func(t *testing.T) {
+			is := is.New(t)
+			w := worker(t, q, map[string]lite.Handler{"hostile-shell": func(ctx context.Context, j *lite.Job) error {
+				_, err := q.AwaitSignalLease(ctx, j.Lease(), hostile, 0) // lite await-signal's
+				return err
+			}})
+			id := enqueue(t, q, lite.NewJob{Kind: "hostile-shell"})
+			litetest.Drain(t, w)
+			body := hostilePage(t, h, fmt.Sprintf("/jobs/%d", id))
+			is.Equal(strings.Count(body, "<td>the run&#39;s command asked to park it: await signal "+hostileShown+", no timeout </td>"), 1)
+		})
+	})
+}
+
+func TestAShellCommandsRecordsSayWhatTheyAre(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
+		h := handler(q, clock, web.Options{})
+		w := worker(t, q, map[string]lite.Handler{"script": func(ctx context.Context, j *lite.Job) error {
+			return q.SleepLease(ctx, j.Lease(), "nap", time.Hour) // lite sleep --name nap 1h
+		}})
+		id := enqueue(t, q, lite.NewJob{Kind: "script"})
+		litetest.Drain(t, w)
+		contains(t, jobPage(t, h, id),
+			`<td><code>lite:sleep:nap</code></td><td>sleep until 2026-11-30 13:00:00Z (in 1h0m0s) </td>`,
+			`<td><code>lite:park@1</code></td><td>the run&#39;s command asked to park it: sleep until 2026-11-30 13:00:00Z (in 1h0m0s) </td>`,
+			`<dd class="parked">sleeping until 2026-11-30 13:00:00Z (in 1h0m0s)</dd>`)
 	})
 }
 
