@@ -47,8 +47,8 @@ func (r *benchRun) durable(ctx context.Context, plain []workerFigure) error {
 			rate, plainAt(f.concurrency), target)
 	}
 	// An idle worker writes nothing but its heartbeats: with FULL it
-	// would measure the same again.
-	if r.sync != lite.SyncFull {
+	// would measure the same again. A server has no sync of its own.
+	if r.server != nil || r.sync == lite.SyncNormal {
 		if err := r.idleCPU(ctx); err != nil {
 			return err
 		}

@@ -36,20 +36,20 @@ func TestMain(m *testing.M) {
 }
 
 // durableRun is a bench run of the durable figures at tiny sizes, on a
-// file, or on the test server when LITE_TEST_POSTGRES names one.
+// file with NORMAL, or as runServer makes one (no sync) on the test
+// server when LITE_TEST_POSTGRES names one.
 func durableRun(t *testing.T, engine string) *benchRun {
 	t.Helper()
-	r := &benchRun{c: &Flags{Duration: time.Minute, Prefill: 300, Samples: 5, Parked: 40, Idle: 200 * time.Millisecond},
-		dir: t.TempDir(), name: "normal", sync: lite.SyncNormal, refs: map[string]float64{}}
+	flags := &Flags{Duration: time.Minute, Prefill: 300, Samples: 5, Parked: 40, Idle: 200 * time.Millisecond}
 	if engine == "postgres" {
 		s, err := openPGServer(t.Context(), testServer(t), os.Stderr, func(s string) string { return s })
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.close)
-		r.server, r.name = s, "postgres"
+		return &benchRun{c: flags, server: s, name: "postgres", refs: map[string]float64{}}
 	}
-	return r
+	return &benchRun{c: flags, dir: t.TempDir(), name: "normal", sync: lite.SyncNormal, refs: map[string]float64{}}
 }
 
 func TestBenchDurableFigures(t *testing.T) {
