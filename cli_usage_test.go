@@ -287,5 +287,8 @@ func TestNumbersAreDecimalDigits(t *testing.T) {
 		is.True(strings.Contains(r.stderr, "is not a whole number in decimal digits"))
 	}
 	is.Equal(runLite(t, db, "", "ls", "-n", "010").code, 0) // ten
+	r := runLite(t, db, "", "show", "99999999999999999999")
+	is.Equal(r.code, 2)
+	is.True(strings.Contains(r.stderr, `"99999999999999999999" is out of range: at most 9223372036854775807`))
 	is.True(!strings.Contains(mustLite(t, db, "", "ls", "-s", "cancelled"), " cancelled "))
 }

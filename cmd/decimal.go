@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -23,7 +24,10 @@ func decimal(bits int) kong.MapperFunc {
 			return err
 		}
 		n, err := strconv.ParseInt(s, 10, bits)
-		if err != nil {
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return fmt.Errorf("%q is out of range: at most %d", s, int64(1)<<(bits-1)-1)
+		case err != nil:
 			return fmt.Errorf("%q is not a whole number in decimal digits", s)
 		}
 		target.SetInt(n)

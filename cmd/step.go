@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -26,7 +27,12 @@ func (c *stepCmd) Validate(kctx *kong.Context) error {
 	if !slices.Contains(kctx.Args, "--") || len(argv(c.Command)) == 0 {
 		return errors.New("give the command after --, as in: lite step fetch -- curl -s https://example.com")
 	}
-	return lite.CheckStepName(c.Name) // before the command runs: a name refused after would run it on every attempt
+	// Before the command runs: a name refused after would run it on every
+	// attempt. The command's name prefixes the error already.
+	if err := lite.CheckStepName(c.Name); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "step: "))
+	}
+	return nil
 }
 
 // Run prints the step's record, running the command first if the job

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -86,20 +85,22 @@ func (d *durable) awaitJobs(ctx context.Context, name string, ids []int64) ([]De
 // awaitable checks ids for an await by job self, and returns them
 // without repeats: the jobs its park waits for.
 func awaitable(self int64, ids []int64) ([]int64, error) {
-	var out []int64
+	switch {
+	case len(ids) == 0:
+		return nil, fmt.Errorf("%w: no job to await", ErrInvalid)
+	case len(ids) > MaxAwaited: // before any work on them: a list may be of any size
+		return nil, fmt.Errorf("%w: %d ids to await (at most %d)", ErrInvalid, len(ids), MaxAwaited)
+	}
+	out := make([]int64, 0, len(ids))
+	seen := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		if id == self {
 			return nil, fmt.Errorf("%w: job %d cannot await itself", ErrInvalid, id)
 		}
-		if !slices.Contains(out, id) {
+		if !seen[id] {
+			seen[id] = true
 			out = append(out, id)
 		}
-	}
-	switch {
-	case len(out) == 0:
-		return nil, fmt.Errorf("%w: no job to await", ErrInvalid)
-	case len(out) > MaxAwaited:
-		return nil, fmt.Errorf("%w: %d jobs to await (at most %d)", ErrInvalid, len(out), MaxAwaited)
 	}
 	return out, nil
 }

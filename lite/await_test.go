@@ -318,6 +318,12 @@ func TestAParkErrorMadeByHandThatNoWorkerCanParkFailsTheAttempt(t *testing.T) {
 				return &lite.ParkError{Reason: lite.ParkedAwait, Jobs: []int64{self}}
 			}},
 			{"a sleep with no time", func(int64) *lite.ParkError { return &lite.ParkError{Reason: lite.ParkedSleep} }},
+			{"a sleep past year 9999", func(int64) *lite.ParkError {
+				return &lite.ParkError{Reason: lite.ParkedSleep, Until: time.Unix(1<<62, 0)}
+			}},
+			{"a wait for a signal of no name", func(int64) *lite.ParkError {
+				return &lite.ParkError{Reason: lite.ParkedSignal, Until: time.Now().Add(time.Hour)}
+			}},
 			{"a reason of no kind", func(int64) *lite.ParkError { return &lite.ParkError{Reason: "nap", Until: time.Now()} }},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

@@ -208,19 +208,6 @@ var ownsSQL = stmt{
 	postgres: `select count(*) from lite_jobs where id = $1 and generation = $2 and state = 'running'`,
 }
 
-// stepFenceSQL takes, on PostgreSQL, the job's row for the rest of a
-// step's transaction while lease l holds it. The insert's own match
-// (recordStepSQL) locks nothing an update waits for: without this, a
-// cancel, a release or a lease by id could commit while the step's
-// commit was under way (a slow one: a deferred trigger, a synchronous
-// standby), and the writes of a lease it had ended would appear after
-// it returned, beside those of the lease after it. Taken at the record,
-// not when the transaction begins, so that the owner's writes to the row
-// wait only for the commit. On SQLite the file's write lock orders them.
-var stepFenceSQL = stmt{
-	postgres: `select 1 from lite_jobs where id = $1 and generation = $2 and state = 'running' for no key update`,
-}
-
 // recordStepOn records result under name for lease l, on c (a write's
 // connection or transaction), and returns what the job holds under name
 // afterwards: result, or the record an earlier call made, which wins
@@ -230,12 +217,6 @@ var stepFenceSQL = stmt{
 func (q *Queue) recordStepOn(ctx context.Context, c conn, l Lease, name string, result []byte) (stored []byte, inserted bool, err error) {
 	if result == nil {
 		result = []byte{} // the column holds no null
-	}
-	if q.engine.onServer() {
-		var row int
-		if err := c.QueryRowContext(ctx, q.sql(stepFenceSQL), l.JobID, l.Generation).Scan(&row); err != nil {
-			return nil, false, ownedRow(err, l)
-		}
 	}
 	res, err := c.ExecContext(ctx, q.sql(recordStepSQL), name, result, q.nowOn(c).UnixMilli(), l.JobID, l.Generation)
 	if err != nil {

@@ -51,8 +51,13 @@ func (p *ParkError) Unwrap() error { return ErrParked }
 func (p *ParkError) invalid(self int64) error {
 	switch p.Reason {
 	case ParkedSleep, ParkedSignal:
-		if p.Until.IsZero() {
+		switch {
+		case p.Until.IsZero():
 			return fmt.Errorf("%w: a park error with no time to wake", ErrInvalid)
+		case p.Until.After(never):
+			return fmt.Errorf("%w: a park error waking after year 9999", ErrInvalid) // its milliseconds would overflow
+		case p.Reason == ParkedSignal:
+			return checkSignalName(p.Signal) // no Signal could wake it
 		}
 		return nil
 	case ParkedAwait:

@@ -122,7 +122,6 @@ var statements = map[string]any{
 	"insertAwaitsSQL":         insertAwaitsSQL,
 	"parkAwaitingSQL":         parkAwaitingSQL,
 	"signalKeySentSQL":        signalKeySentSQL,
-	"stepFenceSQL":            stepFenceSQL,
 	"signalTargetSQL":         signalTargetSQL,
 	"insertSignalSQL":         insertSignalSQL,
 	"wakeSignalledSQL":        wakeSignalledSQL,
@@ -170,7 +169,6 @@ var onlyOn = map[string]engine{
 	"waitForLeasesSQL":   enginePostgres,
 	"serverTxBoundsSQL":  enginePostgres,
 	"lockTimeoutSQL":     enginePostgres,
-	"stepFenceSQL":       enginePostgres,
 	"changesInTurnSQL":   enginePostgres,
 	"ackAndLeaseSQLs":    enginePostgres, // SQLite's writer rounds are its own
 	"savepointSQL":       engineSQLite,   // a round of writes shares one transaction on SQLite only

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/liteq/lite/lite"
 	"github.com/matryer/is"
@@ -62,58 +61,6 @@ func TestARunStepTxThatFindsItsStepRecordedRollsItsWritesBack(t *testing.T) {
 		is.Equal(got, "recorded first")
 		is.Equal(countRows(t, q, `select count(*) from notes`), 0)
 	})
-}
-
-// On PostgreSQL a cancel that comes while a step's commit is under way
-// waits for it: it never returns before writes of the lease it ends
-// appear.
-func TestACancelWaitsForAStepsCommitUnderWay(t *testing.T) {
-	e := onPostgres(t)
-	is := is.New(t)
-	ctx := t.Context()
-	q, _ := e.mustOpen(t, newFakeClock())
-	// The app's table holds its commit in a deferred trigger until the
-	// test lets it go: a slow commit (a synchronous standby, a deferred
-	// check) without a sleep.
-	_, err := q.DB().ExecContext(ctx, `create table notes (body text);
-create function notes_commit() returns trigger language plpgsql as $$
-begin perform pg_advisory_xact_lock(4242); return null; end $$;
-create constraint trigger notes_commit after insert on notes deferrable initially deferred
-for each row execute function notes_commit();`)
-	is.NoErr(err)
-	gate, gatePID := appTx(t, q)
-	_, err = gate.ExecContext(ctx, `select pg_advisory_xact_lock(4242)`)
-	is.NoErr(err)
-
-	id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
-	job := mustLeaseOne(t, q, "default")
-	hctx := lite.HandlerContext(ctx, q, job.Lease(), func(error) {})
-	stepped := make(chan error, 1)
-	go func() {
-		_, err := lite.RunStepTx(hctx, "note", func(ctx context.Context, tx *sql.Tx) (int, error) {
-			_, err := tx.ExecContext(ctx, `insert into notes values ('x')`)
-			return 1, err
-		})
-		stepped <- err
-	}()
-	waitUntilBlockedBy(t, q, gatePID) // the step's commit waits at the gate
-
-	cancelled := make(chan error, 1)
-	go func() { cancelled <- q.Cancel(ctx, id) }()
-	for waiting := 0; waiting == 0; {
-		select {
-		case err := <-cancelled:
-			t.Fatalf("the cancel returned (%v) while the step's commit was under way", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		is.NoErr(q.DB().QueryRowContext(ctx, `select count(*) from pg_stat_activity
-where wait_event_type = 'Lock' and query like '%cancelled%' and pid <> pg_backend_pid()`).Scan(&waiting))
-	}
-	is.NoErr(gate.Commit())
-	is.NoErr(<-stepped) // recorded under the lease that held the job then
-	is.NoErr(<-cancelled)
-	is.Equal(mustGet(t, q, id).State, lite.StateCancelled)
-	is.Equal(countRows(t, q, `select count(*) from notes`), 1)
 }
 
 func countRows(t *testing.T, q *lite.Queue, query string) int {
