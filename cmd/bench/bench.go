@@ -38,7 +38,7 @@ type Flags struct {
 	Prefill   int           `help:"Jobs waiting at the start of each throughput figure (default, per second of --duration: 300k with NORMAL, 100k with FULL, 50k on PostgreSQL; a tenth as many of --durable's jobs of 10 steps; the files grow with it: a --duration 10s run writes about 2.5 GB)."`
 	DrainJobs int           `default:"1000000" help:"Jobs a child process drains, with NORMAL, for the peak RSS figure."`
 	Runs      int           `default:"1" help:"Measure every figure this many times and print each one's median and range."`
-	Durable   bool          `help:"Measure durable execution too: jobs of 10 steps against plain ones, the CPU of an idle worker beside --parked sleeping jobs, a signal's latency from another process (about 40 s more a run)."`
+	Durable   bool          `help:"Measure durable execution too: jobs of 10 steps against plain ones, the CPU of an idle worker beside --parked sleeping jobs, a signal's latency from another process (a minute or so more a run)."`
 	Parked    int           `default:"10000" help:"Jobs sleeping beside the idle worker of --durable."`
 	Idle      time.Duration `default:"5s" help:"How long --durable watches an idle worker's CPU, each time."`
 }
