@@ -90,6 +90,9 @@ func TestRunPrintsVersionAndSchema(t *testing.T) {
 var liteBin string
 
 func TestMain(m *testing.M) {
+	if db := os.Getenv(durableWorkerEnv); db != "" {
+		os.Exit(durableWorker(db)) // a worker process of a durable test: see durable_worker_test.go
+	}
 	dir, err := os.MkdirTemp("", "lite-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -267,7 +270,7 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			{"an unknown id to cancel", db, "", []string{"cancel", "42"}, 1, "lite: cancel job 42: job not found\n"},
 			{"releasing a job that is not running", db, "", []string{"release", "1"}, 1, "lite: release job 1: invalid job state: it is available, not running\n"},
 			{"retrying a job that is not dead", db, "", []string{"retry", "1"}, 1, "lite: retry job 1: invalid job state: it is available, not dead or cancelled\n"},
-			{"a job id that is not a number", db, "", []string{"show", "abc"}, 2, "expected a valid 64 bit int"},
+			{"a job id that is not a number", db, "", []string{"show", "abc"}, 2, `"abc" is not a whole number in decimal digits`},
 			{"a bad duration", db, "", []string{"enqueue", "--delay", "5parsecs", "x"}, 2, "--delay"},
 			{"a bad flag", db, "", []string{"ls", "--colour"}, 2, "unknown flag --colour"},
 			{"a bad state", db, "", []string{"ls", "--state", "asleep"}, 2, "--state"},
