@@ -719,3 +719,38 @@ func stepsOf(t *testing.T, q *lite.Queue, id int64) int {
 	}
 	return len(steps)
 }
+
+// TestASignalFromAnotherHostWakesItsWaitingJob sends the signal through
+// a second Queue on the same database, as another process or host does:
+// no in-process wake-up reaches the worker, whose poll is an hour away.
+// Only the file's data version (SQLite) or the server's notification
+// (PostgreSQL) can wake it. On PostgreSQL the signal left the job
+// available, so no notification fired and the job waited for a poll.
+func TestASignalFromAnotherHostWakesItsWaitingJob(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		q, dsn := e.mustOpen(t, nil)
+		w, ev, _ := testWorker(t, q, lite.WorkerOptions{PollInterval: time.Hour})
+		idle := idleSignals(w)
+		w.Handle("d", func(ctx context.Context, job *lite.Job) error {
+			payload, err := lite.AwaitSignal(ctx, "go", 0)
+			if err != nil {
+				return err
+			}
+			lite.SetResult(ctx, payload)
+			return nil
+		})
+		id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+		runWorker(t, w)
+		is.Equal(ev.await(t, lite.EventParked).JobID, id)
+		recv(t, idle)
+
+		other, err := lite.Open(t.Context(), dsn, lite.Options{})
+		is.NoErr(err)
+		defer other.Close()
+		is.NoErr(other.Signal(t.Context(), id, "go", []byte(`"from afar"`)))
+		done := ev.await(t, lite.EventDone)
+		is.Equal(done.JobID, id)
+		is.Equal(string(mustGet(t, q, id).Result), `"from afar"`)
+	})
+}
