@@ -1,5 +1,6 @@
 // literals ORIGINAL MUTATED prints, as JSON [[old, new], ...], the string
-// literals a mutant changed, when it changed nothing else and each old
+// literals a mutant changed (of a migration, its whole text: see
+// migration), when it changed nothing else and each old
 // value is written once among the string literals of the package's
 // source (MUTATED's directory, its other non-test files and ORIGINAL):
 // a program that rewrites old to new in every statement it sends then
@@ -25,6 +26,10 @@ func main() {
 		os.Exit(2)
 	}
 	original, mutated := read(os.Args[1]), read(os.Args[2])
+	if strings.HasSuffix(os.Args[2], ".sql") {
+		migration(original, mutated)
+		return
+	}
 	before, after := tokens(original), tokens(mutated)
 	if len(before) != len(after) {
 		refuse("the mutant changes more than string literals")
@@ -73,6 +78,30 @@ func main() {
 		}
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(pairs); err != nil {
+		refuse(err.Error())
+	}
+}
+
+// migration prints the pair of a mutated migration: the whole text of
+// the file, which lite sends as one statement when it migrates (and when
+// it builds the reference schema that Open checks a file against), as
+// it was and as it is. It refuses when the other engine's migration of
+// the same name has the same text, which the rewrite would change too.
+func migration(original, mutated []byte) {
+	if string(original) == string(mutated) {
+		refuse("the mutant changes nothing")
+	}
+	dir, name := filepath.Split(filepath.Clean(os.Args[2]))
+	engines := filepath.Dir(filepath.Clean(dir))
+	for _, other := range []string{"sqlite", "postgres"} {
+		if other == filepath.Base(filepath.Clean(dir)) {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(engines, other, name)); err == nil && string(b) == string(original) {
+			refuse("the " + other + " migration of the same name has the same text")
+		}
+	}
+	if err := json.NewEncoder(os.Stdout).Encode([][2]string{{string(original), string(mutated)}}); err != nil {
 		refuse(err.Error())
 	}
 }
