@@ -25,9 +25,6 @@ const durableWorkerReady = "durable worker: working"
 // the real clock.
 const durableSleep = 200 * time.Millisecond
 
-// durableSteps are each durable job's steps, in the order they run.
-var durableSteps = []string{"s1", "s2", "s3", "s4", "s5"}
-
 // appendEffectSQL appends a step's row to the test's own table, with the
 // generation of the lease that runs it and what the job's row holds as
 // the row is written.
