@@ -409,30 +409,18 @@ where s.name like 'lite:signal:go%:got' and s.generation = g.consumed_by_generat
 }
 
 // checkAudit fails the test with what the caller found broken, and with
-// the step records, lite's own included, inserted while their lease no
-// longer held the running job. Those are an error on SQLite, where the
-// file's one write lock orders a record with every change of its job.
-// On PostgreSQL they are reported, not failed: recordStepSQL reads the
-// job's row in the insert's snapshot without locking it, so a reclaim or
-// a release that commits while the insert runs neither waits for it nor
-// stops it, and the record lands after the lease it names has ended (a
-// known defect, docs/durable.md#on-postgresql). What the test's other
-// checks pin holds all the same: a later lease's RunStepTx that runs the
-// step again finds the record once its insert has waited for it, and
-// rolls its own writes back, so every step's row is written once.
+// every step record, lite's own included, inserted while its lease no
+// longer held the running job: a record is an owner's write, ordered
+// with every change of its job (the file's write lock on SQLite, the
+// job's row lock on PostgreSQL).
 func (r *durableRun) checkAudit(broken ...string) {
 	t := r.t
 	t.Helper()
 	stale := r.rows(`select job_id, name, generation, coalesce(job_generation, -1), coalesce(job_state, 'none') from durable_audit
 where job_generation is null or job_generation <> generation or job_state <> 'running'`)
 	if len(stale) > 0 {
-		late := fmt.Sprintf("%d of %d step records inserted while their lease no longer held the job (job step generation, then the job's generation and state): %v",
-			len(stale), r.count(`select count(*) from durable_audit`), stale[:min(len(stale), 10)])
-		if r.engine == "postgres" {
-			t.Log("known defect, the step record's fence on PostgreSQL: " + late)
-		} else {
-			broken = append(broken, late)
-		}
+		broken = append(broken, fmt.Sprintf("%d of %d step records inserted while their lease no longer held the job (job step generation, then the job's generation and state): %v",
+			len(stale), r.count(`select count(*) from durable_audit`), stale[:min(len(stale), 10)]))
 	}
 	for _, b := range broken {
 		t.Error(b)

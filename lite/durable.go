@@ -187,7 +187,13 @@ func (q *Queue) Steps(ctx context.Context, id int64) ([]StepRecord, error) {
 }
 
 // recordStepSQL records a step under the lease, within the job's bounds;
-// a step already recorded is kept as it is (never overwritten).
+// a step already recorded is kept as it is (never overwritten). On
+// PostgreSQL it locks the job's row for the rest of its transaction, as
+// an owner's update would: a reclaim, a release or a cancel that comes
+// while the record commits waits for it, then finds the lease ended. An
+// insert that only read the row did so in its snapshot, and its record
+// could land after the lease it names had ended. On SQLite the file's
+// write lock orders them.
 var recordStepSQL = stmt{
 	sqlite: `insert into lite_steps (job_id, name, generation, result, recorded_at)
 select id, ?1, generation, ?2, ?3 from lite_jobs
@@ -195,10 +201,12 @@ where id = ?4 and generation = ?5 and state = 'running'
   and (select count(*) from lite_steps where job_id = ?4) < ` + fmt.Sprint(MaxSteps) + `
   and (select coalesce(sum(length(result)), 0) from lite_steps where job_id = ?4) + length(?2) <= ` + fmt.Sprint(MaxStepsBytes) + `
 on conflict (job_id, name) do nothing`,
-	postgres: `insert into lite_steps (job_id, name, generation, result, recorded_at)
-select id, $1, generation, $2::bytea, $3 from lite_jobs
-where id = $4 and generation = $5 and state = 'running'
-  and (select count(*) from lite_steps where job_id = $4) < ` + fmt.Sprint(MaxSteps) + `
+	postgres: `with owner as (select id, generation from lite_jobs
+    where id = $4 and generation = $5 and state = 'running'
+    for no key update)
+insert into lite_steps (job_id, name, generation, result, recorded_at)
+select id, $1, generation, $2::bytea, $3 from owner
+where (select count(*) from lite_steps where job_id = $4) < ` + fmt.Sprint(MaxSteps) + `
   and (select coalesce(sum(octet_length(result)), 0) from lite_steps where job_id = $4) + octet_length($2::bytea) <= ` + fmt.Sprint(MaxStepsBytes) + `
 on conflict (job_id, name) do nothing`,
 }

@@ -649,21 +649,38 @@ func (q *Queue) whyNotLeased(ctx context.Context, id int64, kinds []string) erro
 
 // renewSQL extends every listed lease that is still current, in one
 // statement; the pairs it returns are the leases renewed. On PostgreSQL
-// it first locks the rows, and stores the time once it holds them
-// (ranAt): a renewal that waited behind a transaction holding a job's
-// row records when it landed, not when it began.
+// it locks the rows first, and skips those another transaction holds: a
+// heartbeat that waited for one row while holding the others took part
+// in deadlocks (a step's record locks its job's row after its fn may
+// have locked others), and every job of the worker waited behind the
+// slowest commit among them. Renew beats each skipped lease again on
+// its own (renewWaitingSQL).
 var renewSQL = stmt{
 	sqlite: `update lite_jobs set heartbeat_at = ` + jobTime("?1").sqlite + `
 where state = 'running'
   and (id, generation) in (select value ->> 0, value ->> 1 from json_each(?2))
 returning id, generation`,
-	postgres: `with renewed as (select id from lite_jobs
+	postgres: renewPostgres("for no key update skip locked"),
+}
+
+// renewWaitingSQL, on PostgreSQL, renews one lease whose row renewSQL
+// found locked: it waits for the row, holding no other, and stores the
+// time once it holds it (ranAt), so that a renewal that waited behind a
+// transaction holding the row records when it landed, not when it began.
+var renewWaitingSQL = stmt{
+	postgres: renewPostgres("for no key update"),
+}
+
+// renewPostgres is PostgreSQL's renewal with lock, the locking clause
+// that takes the rows.
+func renewPostgres(lock string) string {
+	return `with renewed as (select id from lite_jobs
 where state = 'running'
   and (id, generation) in (select (value ->> 0)::bigint, (value ->> 1)::bigint from jsonb_array_elements($2::jsonb))
-for no key update)
+` + lock + `)
 update lite_jobs set heartbeat_at = ` + jobTime(ranAt("$1")).postgres + `
 from renewed where lite_jobs.id = renewed.id
-returning lite_jobs.id, lite_jobs.generation`,
+returning lite_jobs.id, lite_jobs.generation`
 }
 
 // ranAt is the time a PostgreSQL statement's row is written, now being
@@ -695,9 +712,20 @@ func (q *Queue) Renew(ctx context.Context, leases []Lease) ([]error, error) {
 	}
 	results := make([]error, len(leases))
 	for i, l := range leases {
-		if !renewed[pairs[i]] {
-			results[i] = leaseLost(l)
+		if renewed[pairs[i]] {
+			continue
 		}
+		if q.engine.onServer() { // skipped, perhaps, for a lock on its row
+			one, _ := json.Marshal([][2]int64{pairs[i]})
+			held, err := q.matched(ctx, q.sql(renewWaitingSQL), func() []any { return []any{q.nowMillis(), string(one)} })
+			if err != nil {
+				return nil, fmt.Errorf("renew: %w", err)
+			}
+			if held[pairs[i]] {
+				continue
+			}
+		}
+		results[i] = leaseLost(l)
 	}
 	return results, nil
 }

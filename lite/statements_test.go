@@ -46,6 +46,7 @@ var statements = map[string]any{
 	"leaseByIDSQL":            leaseByIDSQL,
 	"whyNotLeasedSQL":         whyNotLeasedSQL,
 	"renewSQL":                renewSQL,
+	"renewWaitingSQL":         renewWaitingSQL,
 	"expireSQL":               expireSQL,
 	"leaseLossSQL":            leaseLossSQL,
 	"reclaimSQL":              reclaimSQL,
@@ -169,6 +170,7 @@ var onlyOn = map[string]engine{
 	"waitForLeasesSQL":   enginePostgres,
 	"serverTxBoundsSQL":  enginePostgres,
 	"lockTimeoutSQL":     enginePostgres,
+	"renewWaitingSQL":    enginePostgres, // SQLite's renewal waits for the file, holding no row
 	"changesInTurnSQL":   enginePostgres,
 	"ackAndLeaseSQLs":    enginePostgres, // SQLite's writer rounds are its own
 	"savepointSQL":       engineSQLite,   // a round of writes shares one transaction on SQLite only
