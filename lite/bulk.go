@@ -125,7 +125,14 @@ func (q *Queue) Bulk(ctx context.Context, action BulkAction, f Filter) (int64, e
 		if len(ids) == 0 {
 			break
 		}
-		n, err := q.bulkApply(ctx, action, ids)
+		// A batch locks its jobs' rows in its own order, while an app's
+		// transaction (a step's fn) may hold one of them and want another:
+		// one the server ended as a deadlock wrote nothing and runs again.
+		var n int64
+		err = retryConflicts(ctx, func() (err error) {
+			n, err = q.bulkApply(ctx, action, ids)
+			return err
+		})
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("%s: %w", action, err)

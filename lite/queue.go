@@ -111,7 +111,7 @@ type Options struct {
 	EnqueueMiddleware []EnqueueMiddleware
 	// ServerTxTimeout bounds, on a server, every transaction lite opens,
 	// the ones that run your writes (Complete, CommitWithAck, Fail,
-	// CommitWithFailure, Retry, EnqueueWorkflow) among them: the server
+	// CommitWithFailure, Retry, EnqueueWorkflow, RunStepTx) among them: the server
 	// ends one that sits idle between statements longer than this (a
 	// process frozen inside it), and cancels a statement in one that runs
 	// or waits for a lock longer than this, so that no process holds the

@@ -125,3 +125,57 @@ func TestAHeartbeatNeverDeadlocksWithAStepThatHoldsAnotherJobsRow(t *testing.T) 
 	is.NoErr(err)
 	is.Equal(len(steps), 1)
 }
+
+// A bulk cancel that takes a job's row while a step of that job's holds
+// another job's row, and then wants that one, deadlocks with the step's
+// record: the server ends the cancel, which waited first, and the cancel
+// runs again once the step has committed, rather than failing with
+// nothing cancelled.
+func TestABulkCancelThatDeadlocksWithAStepRunsAgain(t *testing.T) {
+	e := onPostgres(t)
+	is := is.New(t)
+	ctx := t.Context()
+	q, _ := e.mustOpen(t, newFakeClock())
+	mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+	mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+	stepping, other := mustLeaseOne(t, q, "default"), mustLeaseOne(t, q, "default")
+	is.True(stepping.ID < other.ID) // the cancel takes the stepping job's row first
+
+	holding := make(chan int64, 1)
+	goOn := make(chan struct{})
+	stepped := make(chan error, 1)
+	go func() {
+		hctx := lite.HandlerContext(ctx, q, stepping.Lease(), func(error) {})
+		_, err := lite.RunStepTx(hctx, "hold", func(ctx context.Context, tx *sql.Tx) (int, error) {
+			var pid int64
+			if err := tx.QueryRowContext(ctx, `select pg_backend_pid() from lite_jobs where id = $1 for share`, other.ID).Scan(&pid); err != nil {
+				return 0, err
+			}
+			holding <- pid
+			<-goOn
+			return 1, nil
+		})
+		stepped <- err
+	}()
+	pid := <-holding
+	type outcome struct {
+		n   int64
+		err error
+	}
+	cancelled := make(chan outcome, 1)
+	go func() {
+		n, err := q.Bulk(ctx, lite.BulkCancel, lite.Filter{IDs: []int64{stepping.ID, other.ID}})
+		cancelled <- outcome{n, err}
+	}()
+	waitUntilBlockedBy(t, q, pid) // the cancel holds the stepping job's row and waits for the other
+	close(goOn)                   // the step's record wants the stepping job's row: a deadlock
+	is.NoErr(<-stepped)
+	got := <-cancelled
+	is.NoErr(got.err)
+	is.Equal(got.n, int64(2))
+	is.Equal(mustGet(t, q, stepping.ID).State, lite.StateCancelled)
+	is.Equal(mustGet(t, q, other.ID).State, lite.StateCancelled)
+	steps, err := q.Steps(ctx, stepping.ID)
+	is.NoErr(err)
+	is.Equal(len(steps), 1) // recorded before the cancel
+}
