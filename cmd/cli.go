@@ -17,6 +17,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
@@ -354,6 +355,15 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		}
 	}()
 	answerCompletion(ctx, parser)
+	// The parser reads its arguments as text and turns bytes that are not
+	// UTF-8 into U+FFFD, after "--" too: two step names, signal names or
+	// keys that differ only there would be one, and a payload or a
+	// command's argument would change silently.
+	for _, a := range args {
+		if !utf8.ValidString(a) {
+			return usagef("an argument is not valid UTF-8: %q (lite reads its arguments as text; a payload of other bytes goes on stdin, as -)", a)
+		}
+	}
 	kctx, err := parser.Parse(args)
 	if noCommand(err) {
 		return err.(*kong.ParseError).Context.PrintUsage(false) // lite alone lists every command

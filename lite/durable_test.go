@@ -399,6 +399,9 @@ func TestSleepParksTheJob(t *testing.T) {
 		is.Equal(rep.Done, 1)
 		is.Equal(mustGet(t, q, other).State, lite.StateDone)
 		clock.Advance(time.Hour)
+		sleeping, err = q.List(t.Context(), lite.ListFilter{Parked: lite.ParkedSleep})
+		is.NoErr(err)
+		is.Equal(len(sleeping), 0) // its time has come: ready, not sleeping, though its marker stays
 		rep, err = w.RunOnce(t.Context())
 		is.NoErr(err)
 		is.Equal(rep.Done, 1)

@@ -53,7 +53,8 @@ type ListFilter struct {
 	// Limit caps the page. Default 100.
 	Limit int
 	// Parked finds the available jobs parked for this reason (ParkedSleep,
-	// ParkedSignal): sleeping, or awaiting a signal.
+	// ParkedSignal) whose time is to come: sleeping, or awaiting a signal.
+	// One whose sleep or timeout has passed is ready, not parked.
 	Parked string
 	// OmitBodies leaves every job's Payload, Result and Log empty, for a
 	// listing that shows neither: a page of large jobs then costs their
@@ -88,8 +89,12 @@ func listSQL(newest bool, by listIndex) stmt {
 		from, state, pgState = "lite_jobs indexed by lite_jobs_batch", "batch_id = ?9 and "+state, "batch_id = $9 and "+pgState
 		parked = "10"
 	}
-	state += " and (?" + parked + " = '' or (state = 'available' and parked = ?" + parked + "))"
-	pgState += " and ($" + parked + " = '' or (state = 'available' and parked = $" + parked + "))"
+	// A parked job whose time has come is ready, as parkedCounts has it:
+	// its marker stays until a worker takes it. now is the parameter
+	// after Parked's.
+	now := map[string]string{"9": "10", "10": "11"}[parked]
+	state += " and (?" + parked + " = '' or (state = 'available' and parked = ?" + parked + " and run_at > ?" + now + "))"
+	pgState += " and ($" + parked + " = '' or (state = 'available' and parked = $" + parked + " and run_at > $" + now + "))"
 	return stmt{
 		sqlite: `select ` + listColumns.sqlite + ` from ` + from + `
 where ` + state + ` and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3)
@@ -169,7 +174,7 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]*Job, error) {
 	case f.State == StateRunning:
 		by = listRunning
 	}
-	args = append(args, f.Parked)
+	args = append(args, f.Parked, q.nowMillis())
 	rows, err := q.r.QueryContext(ctx, q.sql(listSQLs[b2i(f.Newest)][by]), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", classify(err))
