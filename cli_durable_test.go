@@ -112,3 +112,29 @@ func TestShowSaysWhatAnAwaitingJobAwaits(t *testing.T) {
 	is.True(strings.Contains(out, "parked:       awaiting the jobs it waits for\n"))
 	is.True(strings.Contains(out, fmt.Sprintf("waits for:    %d (available) (1 not ended; awaited: any end counts)\n", child)))
 }
+
+// Arguments are text, since the parser turns bytes that are not UTF-8
+// into U+FFFD; a command's own arguments after -- are passed on as they
+// were given (a file name in Latin-1), through lite work and lite step.
+func TestArgumentsThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "lite.db")
+	latin1 := filepath.Join(dir, "caf\xe9.txt")
+	is.NoErr(os.WriteFile(latin1, []byte("hello"), 0o644))
+	mustLite(t, db, "", "enqueue", "--kind", "read", "x")
+	mustLite(t, db, "", "enqueue", "--kind", "step", "x")
+	mustLite(t, db, "", "work", "--exit-when-empty", "--kind", "read", "--", "cat", latin1)
+	is.Equal(mustLite(t, db, "", "result", "1"), "hello")
+	mustLite(t, db, "", "work", "--exit-when-empty", "--kind", "step", "--", liteBin, "step", "s", "--", "cat", latin1)
+	is.Equal(mustLite(t, db, "", "result", "2"), "hello")
+
+	cmd := exec.CommandContext(t.Context(), liteBin, "enqueue", "x")
+	cmd.Env = append(os.Environ(), "LITE_DB="+filepath.Join(dir, "x\xff.db"))
+	r := runCmd(t, cmd)
+	is.Equal(r.code, 2)
+	is.True(strings.Contains(r.stderr, `LITE_DB is not valid UTF-8: "`))
+	_, err := os.Stat(filepath.Join(dir, "x\ufffd.db"))
+	is.True(os.IsNotExist(err)) // no file made under the name the parser would have made of it
+}

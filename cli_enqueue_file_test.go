@@ -51,6 +51,15 @@ func TestEnqueueFileErrorsNameTheFileLineAndWhatWasStored(t *testing.T) {
 			is.Equal(len(listJobs(t, db)), 0) // every line is checked before any is stored
 		})
 
+		t.Run("a line that is not UTF-8 is refused, not read with its bytes replaced", func(t *testing.T) {
+			is := is.New(t)
+			db := e.db(t)
+			r := runLite(t, db, "{\"unique_key\":\"k\xff\",\"payload\":\"p\"}\n{\"unique_key\":\"k\xfe\",\"payload\":\"p\"}\n", "enqueue", "--file", "-")
+			is.Equal(r.code, 2)
+			is.True(strings.Contains(r.stderr, "line 1: the line is not valid UTF-8"))
+			is.Equal(len(listJobs(t, db)), 0)
+		})
+
 		t.Run("a bad line before any commit names its line and says nothing was enqueued", func(t *testing.T) {
 			is := is.New(t)
 			db := e.db(t)

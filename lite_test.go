@@ -274,7 +274,7 @@ func TestCLIBadInputChangesNothing(t *testing.T) {
 			{"a bad duration", db, "", []string{"enqueue", "--delay", "5parsecs", "x"}, 2, "--delay"},
 			{"a payload that is not UTF-8", db, "", []string{"enqueue", "a\xffb"}, 2, `an argument is not valid UTF-8: "a\xffb"`},
 			{"a signal name that is not UTF-8", db, "", []string{"signal", "1", "go\xc0\xc1", "x"}, 2, "not valid UTF-8"},
-			{"a command's argument that is not UTF-8", db, "", []string{"work", "--", "true", "\xfe"}, 2, "not valid UTF-8"},
+			{"a payload after -- that is not UTF-8", db, "", []string{"enqueue", "--", "\xfe"}, 2, "not valid UTF-8"},
 			{"a bad flag", db, "", []string{"ls", "--colour"}, 2, "unknown flag --colour"},
 			{"a bad state", db, "", []string{"ls", "--state", "asleep"}, 2, "--state"},
 			{"work without --", db, "", []string{"work", "./handler.sh"}, 2, "give the command after --"},

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -355,14 +356,22 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		}
 	}()
 	answerCompletion(ctx, parser)
-	// The parser reads its arguments as text and turns bytes that are not
-	// UTF-8 into U+FFFD, after "--" too: two step names, signal names or
-	// keys that differ only there would be one, and a payload or a
-	// command's argument would change silently.
-	for _, a := range args {
-		if !utf8.ValidString(a) {
-			return usagef("an argument is not valid UTF-8: %q (lite reads its arguments as text; a payload of other bytes goes on stdin, as -)", a)
-		}
+	// The parser reads its arguments and the environment it maps to flags
+	// as text, and turns bytes that are not UTF-8 into U+FFFD, after "--"
+	// too: two step names, signal names, keys or files that differ only
+	// there would be one, and a payload would change silently. Those are
+	// refused. A command's own arguments after "--" (lite work, serve,
+	// step) are passed on as they were given, whatever their bytes (a
+	// file name in Latin-1).
+	head, tail := args, []string(nil)
+	if i := slices.Index(args, "--"); i >= 0 {
+		head, tail = args[:i], args[i+1:]
+	}
+	if err := textOnly(head); err != nil {
+		return err
+	}
+	if err := envTextOnly(); err != nil {
+		return err
 	}
 	kctx, err := parser.Parse(args)
 	if noCommand(err) {
@@ -372,6 +381,11 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		return usageError{noCommandHint(err)}
 	}
 	command = commandName(kctx)
+	if passed := passedOn(&cli, command); passed != nil && len(tail) > 0 && len(argv(*passed)) == len(tail) {
+		*passed = append([]string{"--"}, tail...)
+	} else if err := textOnly(tail); err != nil {
+		return err
+	}
 	if n := flagCount(kctx, "db"); n > 1 { // kong keeps the last, which may not be the file meant
 		return usagef("--db is given %d times: give it once", n)
 	}
@@ -390,4 +404,39 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		err = errors.Join(err, queue.Close())
 	}
 	return err
+}
+
+// textOnly refuses an argument that is not valid UTF-8.
+func textOnly(args []string) error {
+	for _, a := range args {
+		if !utf8.ValidString(a) {
+			return usagef("an argument is not valid UTF-8: %q (lite reads its arguments as text; a payload of other bytes goes on stdin, as -)", a)
+		}
+	}
+	return nil
+}
+
+// envTextOnly refuses a LITE_ variable of the environment (LITE_DB,
+// LITE_TOKEN: the parser maps them to flags) that is not valid UTF-8.
+func envTextOnly() error {
+	for _, kv := range os.Environ() {
+		if name, value, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "LITE_") && !utf8.ValidString(value) {
+			return usagef("%s is not valid UTF-8: %q (lite reads it as text)", name, value)
+		}
+	}
+	return nil
+}
+
+// passedOn is the command whose arguments after "--" command passes on
+// to a process of its own, or nil.
+func passedOn(cli *root, command string) *[]string {
+	switch command {
+	case "work":
+		return &cli.Work.Command
+	case "serve":
+		return &cli.Serve.Command
+	case "step":
+		return &cli.Step.Command
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 	"github.com/liteq/lite/lite"
@@ -720,6 +721,9 @@ func (c *enqueueCmd) parseLine(text []byte) (lite.Step, error) {
 	var l jsonLine
 	if !bytes.HasPrefix(text, []byte("{")) {
 		return lite.Step{}, errNotAnObject
+	}
+	if !utf8.Valid(text) { // JSON is UTF-8: a decoder would turn other bytes into U+FFFD
+		return lite.Step{}, errors.New("the line is not valid UTF-8")
 	}
 	dec := json.NewDecoder(strings.NewReader(string(text)))
 	dec.DisallowUnknownFields()
