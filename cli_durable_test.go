@@ -125,7 +125,9 @@ func TestArgumentsThatAreNotUTF8(t *testing.T) {
 	is.NoErr(os.WriteFile(latin1, []byte("hello"), 0o644))
 	mustLite(t, db, "", "enqueue", "--kind", "read", "x")
 	mustLite(t, db, "", "enqueue", "--kind", "step", "x")
-	mustLite(t, db, "", "work", "--exit-when-empty", "--kind", "read", "--", "cat", latin1)
+	script := filepath.Join(dir, "r\xe9ad.sh") // a command whose own path is Latin-1, checked before it runs
+	is.NoErr(os.WriteFile(script, []byte("#!/bin/sh\nexec cat \"$1\"\n"), 0o755))
+	mustLite(t, db, "", "work", "--exit-when-empty", "--kind", "read", "--", script, latin1)
 	is.Equal(mustLite(t, db, "", "result", "1"), "hello")
 	mustLite(t, db, "", "work", "--exit-when-empty", "--kind", "step", "--", liteBin, "step", "s", "--", "cat", latin1)
 	is.Equal(mustLite(t, db, "", "result", "2"), "hello")

@@ -362,7 +362,7 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 	// there would be one, and a payload would change silently. Those are
 	// refused. A command's own arguments after "--" (lite work, serve,
 	// step) are passed on as they were given, whatever their bytes (a
-	// file name in Latin-1).
+	// file name in Latin-1: see asGiven).
 	head, tail := args, []string(nil)
 	if i := slices.Index(args, "--"); i >= 0 {
 		head, tail = args[:i], args[i+1:]
@@ -381,10 +381,10 @@ func Run(ctx context.Context, args []string, env Env) (err error) {
 		return usageError{noCommandHint(err)}
 	}
 	command = commandName(kctx)
-	if passed := passedOn(&cli, command); passed != nil && len(tail) > 0 && len(argv(*passed)) == len(tail) {
-		*passed = append([]string{"--"}, tail...)
-	} else if err := textOnly(tail); err != nil {
-		return err
+	if !passesOn(command) {
+		if err := textOnly(tail); err != nil {
+			return err
+		}
 	}
 	if n := flagCount(kctx, "db"); n > 1 { // kong keeps the last, which may not be the file meant
 		return usagef("--db is given %d times: give it once", n)
@@ -427,16 +427,22 @@ func envTextOnly() error {
 	return nil
 }
 
-// passedOn is the command whose arguments after "--" command passes on
-// to a process of its own, or nil.
-func passedOn(cli *root, command string) *[]string {
-	switch command {
-	case "work":
-		return &cli.Work.Command
-	case "serve":
-		return &cli.Serve.Command
-	case "step":
-		return &cli.Step.Command
+// passesOn says whether command runs a command of its own, whose
+// arguments after "--" it passes on as given (see asGiven).
+func passesOn(command string) bool {
+	return command == "work" || command == "serve" || command == "step"
+}
+
+// asGiven puts back into command, the arguments after "--" the parser
+// read, the bytes they were given in (kctx.Args): the parser turned
+// those that are not UTF-8 into U+FFFD. The Validate of each command
+// that passesOn calls it first, so that its checks see them too.
+func asGiven(kctx *kong.Context, command *[]string) {
+	i := slices.Index(kctx.Args, "--")
+	if i < 0 {
+		return
 	}
-	return nil
+	if tail := kctx.Args[i+1:]; len(tail) > 0 && len(argv(*command)) == len(tail) {
+		*command = append([]string{"--"}, tail...)
+	}
 }

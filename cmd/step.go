@@ -24,6 +24,7 @@ func (c *stepCmd) Help() string {
 }
 
 func (c *stepCmd) Validate(kctx *kong.Context) error {
+	asGiven(kctx, &c.Command)
 	if !slices.Contains(kctx.Args, "--") || len(argv(c.Command)) == 0 {
 		return errors.New("give the command after --, as in: lite step fetch -- curl -s https://example.com")
 	}
