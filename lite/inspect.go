@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -81,20 +82,20 @@ func listSQL(newest bool, by listIndex) stmt {
 		order, pgOrder = "id < ?4 order by id desc", "id < $4 order by id desc"
 	}
 	from, state, pgState := "lite_jobs", "(?1 = '' or state = ?1)", "($1 = '' or state = $1)"
-	parked := "9" // the parameter of ListFilter.Parked, after the batch's if any
+	parked := 9 // the parameter of ListFilter.Parked, after the batch's if any
 	switch by {
 	case listRunning:
 		from, state = "lite_jobs indexed by lite_jobs_running", "?1 = 'running' and state = 'running'"
 	case listBatch:
 		from, state, pgState = "lite_jobs indexed by lite_jobs_batch", "batch_id = ?9 and "+state, "batch_id = $9 and "+pgState
-		parked = "10"
+		parked = 10
 	}
 	// A parked job whose time has come is ready, as parkedCounts has it:
 	// its marker stays until a worker takes it. now is the parameter
 	// after Parked's.
-	now := map[string]string{"9": "10", "10": "11"}[parked]
-	state += " and (?" + parked + " = '' or (state = 'available' and parked = ?" + parked + " and run_at > ?" + now + "))"
-	pgState += " and ($" + parked + " = '' or (state = 'available' and parked = $" + parked + " and run_at > $" + now + "))"
+	p, now := strconv.Itoa(parked), strconv.Itoa(parked+1)
+	state += " and (?" + p + " = '' or (state = 'available' and parked = ?" + p + " and run_at > ?" + now + "))"
+	pgState += " and ($" + p + " = '' or (state = 'available' and parked = $" + p + " and run_at > $" + now + "))"
 	return stmt{
 		sqlite: `select ` + listColumns.sqlite + ` from ` + from + `
 where ` + state + ` and (?2 = '' or queue = ?2) and (?3 = '' or kind = ?3)

@@ -69,31 +69,10 @@ where wait_event_type = 'Lock' and query like '%cancelled%' and pid <> pg_backen
 // its own job's row. A heartbeat that waited for one row while holding
 // the rest deadlocked with the record, every time.
 func TestAHeartbeatNeverDeadlocksWithAStepThatHoldsAnotherJobsRow(t *testing.T) {
-	e := onPostgres(t)
 	is := is.New(t)
 	ctx := t.Context()
-	q, _ := e.mustOpen(t, newFakeClock())
-	mustEnqueue(t, q, lite.NewJob{Kind: "d"})
-	mustEnqueue(t, q, lite.NewJob{Kind: "d"})
-	stepping, other := mustLeaseOne(t, q, "default"), mustLeaseOne(t, q, "default")
-
-	holding := make(chan int64, 1) // the step's session, once fn holds the other job's row
-	goOn := make(chan struct{})
-	stepped := make(chan error, 1)
-	go func() {
-		hctx := lite.HandlerContext(ctx, q, stepping.Lease(), func(error) {})
-		_, err := lite.RunStepTx(hctx, "hold", func(ctx context.Context, tx *sql.Tx) (int, error) {
-			var pid int64
-			if err := tx.QueryRowContext(ctx, `select pg_backend_pid() from lite_jobs where id = $1 for share`, other.ID).Scan(&pid); err != nil {
-				return 0, err
-			}
-			holding <- pid
-			<-goOn
-			return 1, nil
-		})
-		stepped <- err
-	}()
-	pid := <-holding
+	h := holdAnotherJobsRowInAStep(t)
+	q, stepping, other, pid, goOn, stepped := h.q, h.stepping, h.other, h.pid, h.goOn, h.stepped
 	renewed := make(chan error, 1)
 	var results []error
 	go func() {
@@ -132,32 +111,11 @@ func TestAHeartbeatNeverDeadlocksWithAStepThatHoldsAnotherJobsRow(t *testing.T) 
 // runs again once the step has committed, rather than failing with
 // nothing cancelled.
 func TestABulkCancelThatDeadlocksWithAStepRunsAgain(t *testing.T) {
-	e := onPostgres(t)
 	is := is.New(t)
 	ctx := t.Context()
-	q, _ := e.mustOpen(t, newFakeClock())
-	mustEnqueue(t, q, lite.NewJob{Kind: "d"})
-	mustEnqueue(t, q, lite.NewJob{Kind: "d"})
-	stepping, other := mustLeaseOne(t, q, "default"), mustLeaseOne(t, q, "default")
+	h := holdAnotherJobsRowInAStep(t)
+	q, stepping, other, pid, goOn, stepped := h.q, h.stepping, h.other, h.pid, h.goOn, h.stepped
 	is.True(stepping.ID < other.ID) // the cancel takes the stepping job's row first
-
-	holding := make(chan int64, 1)
-	goOn := make(chan struct{})
-	stepped := make(chan error, 1)
-	go func() {
-		hctx := lite.HandlerContext(ctx, q, stepping.Lease(), func(error) {})
-		_, err := lite.RunStepTx(hctx, "hold", func(ctx context.Context, tx *sql.Tx) (int, error) {
-			var pid int64
-			if err := tx.QueryRowContext(ctx, `select pg_backend_pid() from lite_jobs where id = $1 for share`, other.ID).Scan(&pid); err != nil {
-				return 0, err
-			}
-			holding <- pid
-			<-goOn
-			return 1, nil
-		})
-		stepped <- err
-	}()
-	pid := <-holding
 	type outcome struct {
 		n   int64
 		err error
@@ -178,4 +136,47 @@ func TestABulkCancelThatDeadlocksWithAStepRunsAgain(t *testing.T) {
 	steps, err := q.Steps(ctx, stepping.ID)
 	is.NoErr(err)
 	is.Equal(len(steps), 1) // recorded before the cancel
+}
+
+// stepHoldingARow is a step of job stepping whose fn holds job other's
+// row (for share) in the step's transaction, until goOn is closed; its
+// session is pid, and its outcome comes on stepped.
+type stepHoldingARow struct {
+	q               *lite.Queue
+	stepping, other *lite.Job
+	pid             int64
+	goOn            chan struct{}
+	stepped         chan error
+}
+
+// holdAnotherJobsRowInAStep leases two jobs on a server, the first the
+// one with the lower id, and returns once a step of the first holds the
+// second's row.
+func holdAnotherJobsRowInAStep(t *testing.T) stepHoldingARow {
+	t.Helper()
+	e := onPostgres(t)
+	q, _ := e.mustOpen(t, newFakeClock())
+	mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+	mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+	h := stepHoldingARow{q: q, goOn: make(chan struct{}), stepped: make(chan error, 1)}
+	h.stepping, h.other = mustLeaseOne(t, q, "default"), mustLeaseOne(t, q, "default")
+	holding := make(chan int64, 1)
+	go func() {
+		hctx := lite.HandlerContext(t.Context(), q, h.stepping.Lease(), func(error) {})
+		_, err := lite.RunStepTx(hctx, "hold", func(ctx context.Context, tx *sql.Tx) (int, error) {
+			var pid int64
+			if err := tx.QueryRowContext(ctx, `select pg_backend_pid() from lite_jobs where id = $1 for share`, h.other.ID).Scan(&pid); err != nil {
+				return 0, err
+			}
+			holding <- pid
+			<-h.goOn
+			return 1, nil
+		})
+		if err != nil {
+			holding <- 0 // never held: the test fails on stepped
+		}
+		h.stepped <- err
+	}()
+	h.pid = <-holding
+	return h
 }
