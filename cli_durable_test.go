@@ -132,9 +132,15 @@ func TestArgumentsThatAreNotUTF8(t *testing.T) {
 	mustLite(t, db, "", "work", "--exit-when-empty", "--kind", "step", "--", liteBin, "step", "s", "--", "cat", latin1)
 	is.Equal(mustLite(t, db, "", "result", "2"), "hello")
 
+	// A command named before -- has its arguments read by the parser, not
+	// passed on: they must be text.
+	r := runLite(t, db, "", "work", "--exit-when-empty", "cat", "--", "\xe9")
+	is.Equal(r.code, 2)
+	is.True(strings.Contains(r.stderr, `an argument is not valid UTF-8: "\xe9"`))
+
 	cmd := exec.CommandContext(t.Context(), liteBin, "enqueue", "x")
 	cmd.Env = append(os.Environ(), "LITE_DB="+filepath.Join(dir, "x\xff.db"))
-	r := runCmd(t, cmd)
+	r = runCmd(t, cmd)
 	is.Equal(r.code, 2)
 	is.True(strings.Contains(r.stderr, `LITE_DB is not valid UTF-8: "`))
 	_, err := os.Stat(filepath.Join(dir, "x\ufffd.db"))

@@ -436,13 +436,18 @@ func passesOn(command string) bool {
 // asGiven puts back into command, the arguments after "--" the parser
 // read, the bytes they were given in (kctx.Args): the parser turned
 // those that are not UTF-8 into U+FFFD. The Validate of each command
-// that passesOn calls it first, so that its checks see them too.
-func asGiven(kctx *kong.Context, command *[]string) {
+// that passesOn calls it first, so that its checks see them too. When
+// the command's arguments are not those after "--" (the command named
+// before it), they cannot be put back and must be text.
+func asGiven(kctx *kong.Context, command *[]string) error {
 	i := slices.Index(kctx.Args, "--")
 	if i < 0 {
-		return
+		return nil
 	}
-	if tail := kctx.Args[i+1:]; len(tail) > 0 && len(argv(*command)) == len(tail) {
+	tail := kctx.Args[i+1:]
+	if len(tail) > 0 && len(argv(*command)) == len(tail) {
 		*command = append([]string{"--"}, tail...)
+		return nil
 	}
+	return textOnly(tail)
 }

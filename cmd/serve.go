@@ -37,7 +37,9 @@ const minToken = 16
 // Validate refuses to serve off loopback without a token, and checks the
 // workers' flags when there is a command.
 func (c *serveCmd) Validate(kctx *kong.Context) error {
-	asGiven(kctx, &c.Command)
+	if err := asGiven(kctx, &c.Command); err != nil {
+		return err
+	}
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return fmt.Errorf("--addr %q: %w", c.Addr, err)

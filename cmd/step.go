@@ -24,7 +24,9 @@ func (c *stepCmd) Help() string {
 }
 
 func (c *stepCmd) Validate(kctx *kong.Context) error {
-	asGiven(kctx, &c.Command)
+	if err := asGiven(kctx, &c.Command); err != nil {
+		return err
+	}
 	if !slices.Contains(kctx.Args, "--") || len(argv(c.Command)) == 0 {
 		return errors.New("give the command after --, as in: lite step fetch -- curl -s https://example.com")
 	}

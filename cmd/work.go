@@ -81,7 +81,9 @@ func argv(command []string) []string {
 // with its default or reject without naming the flag, and a command that
 // cannot start, which would burn every attempt of every job.
 func (c *workCmd) Validate(kctx *kong.Context) error {
-	asGiven(kctx, &c.Command)
+	if err := asGiven(kctx, &c.Command); err != nil {
+		return err
+	}
 	if !slices.Contains(kctx.Args, "--") || len(argv(c.Command)) == 0 {
 		return errors.New("give the command after --, as in: lite work -- ./handler.sh")
 	}
