@@ -69,12 +69,15 @@ func (d *durable) awaitJobs(ctx context.Context, name string, ids []int64) ([]De
 	if err != nil {
 		return nil, err
 	}
-	if b, ok, err := d.q.StepResult(ctx, d.lease.JobID, name); err != nil || ok {
+	if b, ok, err := d.recorded(ctx, name); err != nil || ok {
 		return decodeOutcomes(b, err)
 	}
 	b, ended, err := d.q.recordOutcomes(ctx, d.lease, name, ids)
 	if err != nil {
 		return nil, d.failed(err)
+	}
+	if ended {
+		d.remember(name, b)
 	}
 	if !ended {
 		return nil, &ParkError{Reason: ParkedAwait, Jobs: jobs}

@@ -32,18 +32,31 @@ type durableKey struct{}
 
 // durable is what RunStep, Sleep and AwaitSignal need of the run that calls
 // them: its queue and lease, a way to stop the handler once the lease is
-// found lost, and how many sleeps and awaits the run has made so far,
-// which identify them by their position (see Sleep).
+// found lost, how many sleeps and awaits the run has made so far, which
+// identify them by their position (see Sleep), and the job's records.
 type durable struct {
 	q     *Queue
 	lease Lease
 	lost  context.CancelCauseFunc
+	// emit reports the run's steps and signals as its worker's events
+	// (see EventStep); nil outside a worker.
+	emit  func(Event)
+	job   *Job
 	mu    sync.Mutex
 	calls map[string]int
+	// records holds the job's step records, read at the run's first
+	// lookup (nil until then) and added to as the run records: while its
+	// lease holds, only this run can record a step of the job, so a name
+	// missing here has no record, and a step costs no read before its fn.
+	records map[string][]byte
 }
 
-func withDurable(ctx context.Context, q *Queue, l Lease, lost context.CancelCauseFunc) context.Context {
-	return context.WithValue(ctx, durableKey{}, &durable{q: q, lease: l, lost: lost, calls: map[string]int{}})
+func newDurable(q *Queue, l Lease, lost context.CancelCauseFunc) *durable {
+	return &durable{q: q, lease: l, lost: lost, calls: map[string]int{}}
+}
+
+func withDurable(ctx context.Context, d *durable) context.Context {
+	return context.WithValue(ctx, durableKey{}, d)
 }
 
 func durableOf(ctx context.Context) (*durable, error) {
@@ -60,6 +73,52 @@ func (d *durable) next(what string) string {
 	defer d.mu.Unlock()
 	d.calls[what]++
 	return fmt.Sprintf("%s%s#%d", reservedStep, what, d.calls[what])
+}
+
+// recorded returns the job's record under name, and whether there is one,
+// reading every record of the job the first time.
+func (d *durable) recorded(ctx context.Context, name string) ([]byte, bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.records == nil {
+		steps, err := d.q.Steps(ctx, d.lease.JobID)
+		if err != nil {
+			return nil, false, err
+		}
+		d.records = make(map[string][]byte, len(steps))
+		for _, s := range steps {
+			d.records[s.Name] = s.Result
+		}
+	}
+	b, ok := d.records[name]
+	return b, ok, nil
+}
+
+// remember adds a record the run made, or found made, under name.
+func (d *durable) remember(name string, b []byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.records != nil {
+		d.records[name] = b
+	}
+}
+
+// record is recordStep for the run: what the job holds under name
+// afterwards, remembered.
+func (d *durable) record(ctx context.Context, name string, result []byte) ([]byte, error) {
+	b, err := d.q.recordStep(ctx, d.lease, name, result)
+	if err != nil {
+		return nil, d.failed(err)
+	}
+	d.remember(name, b)
+	return b, nil
+}
+
+// report emits an event of kind for the run's job, in a worker.
+func (d *durable) report(kind EventKind) {
+	if d.emit != nil {
+		d.emit(Event{Kind: kind, JobID: d.lease.JobID, Job: d.job, Generation: d.lease.Generation, State: StateRunning})
+	}
 }
 
 // failed stops the handler when err says its lease is lost, as a

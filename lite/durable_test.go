@@ -51,6 +51,27 @@ func staleContext(t *testing.T, q *lite.Queue, id int64) (context.Context, *atom
 
 func TestRunStepRunsOncePerJob(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e testEngine) {
+		t.Run("a step asked for again in the same run gets its record", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			var runs int
+			w := durableWorker(t, q, func(ctx context.Context, job *lite.Job) error {
+				for i := range 3 {
+					got, err := lite.RunStep(ctx, "charge", func(context.Context) (int, error) {
+						runs++
+						return 100 + i, nil
+					})
+					if err != nil {
+						return err
+					}
+					is.Equal(got, 100) // the first call's record
+				}
+				return nil
+			})
+			is.Equal(mustRun(t, w, id).Kind, lite.EventDone)
+			is.Equal(runs, 1)
+		})
 		t.Run("a retry after a later step failed gets the first step's record", func(t *testing.T) {
 			is := is.New(t)
 			q, _ := e.mustOpen(t, newFakeClock())
@@ -135,6 +156,54 @@ func TestRunStepRunsOncePerJob(t *testing.T) {
 			_, err := lite.RunStep(t.Context(), "s", func(context.Context) (int, error) { return 1, nil })
 			is.True(errors.Is(err, lite.ErrNotRunning))
 		})
+	})
+}
+
+// TestADurableHandlersCallsAreItsWorkersEvents: each durable call is
+// reported as what it was in its attempt (a step run, a step answered
+// from its record, a signal taken), and a park says what the job waits
+// for, so that a program's metrics can count them (lite/web/metrics).
+func TestADurableHandlersCallsAreItsWorkersEvents(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		clock := newFakeClock()
+		q, _ := e.mustOpen(t, clock)
+		id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+		var mu sync.Mutex
+		var seen []string
+		w, err := lite.NewWorker(q, lite.WorkerOptions{Logger: slog.New(slog.DiscardHandler), OnEvent: func(ev lite.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			is.Equal(ev.JobID, id)
+			seen = append(seen, string(ev.Kind)+" "+string(ev.Why))
+		}})
+		is.NoErr(err)
+		w.Handle("d", func(ctx context.Context, _ *lite.Job) error {
+			if _, err := lite.RunStep(ctx, "a", func(context.Context) (int, error) { return 1, nil }); err != nil {
+				return err
+			}
+			if _, err := lite.RunStepTx(ctx, "b", func(context.Context, *sql.Tx) (int, error) { return 2, nil }); err != nil {
+				return err
+			}
+			if _, err := lite.AwaitSignal(ctx, "go", 0); err != nil {
+				return err
+			}
+			return lite.Sleep(ctx, time.Hour)
+		})
+		attempt := func() []string {
+			t.Helper()
+			mustRun(t, w, id)
+			mu.Lock()
+			defer mu.Unlock()
+			out := seen
+			seen = nil
+			return out
+		}
+		is.Equal(attempt(), []string{"started ", "step ", "step ", "parked signal"})
+		is.NoErr(q.Signal(t.Context(), id, "go", nil))
+		is.Equal(attempt(), []string{"started ", "step replayed ", "step replayed ", "signal received ", "parked sleep"})
+		clock.Advance(time.Hour)
+		is.Equal(attempt(), []string{"started ", "step replayed ", "step replayed ", "done "})
 	})
 }
 

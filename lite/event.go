@@ -18,6 +18,11 @@ const (
 	EventReleased  EventKind = "released"   // given back at shutdown, no attempt spent
 	EventReclaimed EventKind = "reclaimed"  // taken back from a worker whose heartbeat lapsed
 	EventLeaseLost EventKind = "lease lost" // the lease was gone; the handler's outcome was skipped
+
+	// A handler's durable calls, reported while it runs (State running).
+	EventStep           EventKind = "step"            // a step's fn ran and its result was recorded (RunStep, RunStepTx)
+	EventStepReplayed   EventKind = "step replayed"   // a step returned its record without running fn again
+	EventSignalReceived EventKind = "signal received" // AwaitSignal took a signal sent to the job
 )
 
 // Why says why a job failed (EventFailed) or why its worker lost the lease
@@ -91,20 +96,23 @@ type Event struct {
 	// CurrentGeneration, for EventLeaseLost, is the job's generation when
 	// the loss was seen (0 if the job is gone).
 	CurrentGeneration int64
-	// State is the job's state after the event: running for EventStarted,
-	// done for EventDone, available or dead for EventFailed and
-	// EventReclaimed (running when the failure could not be recorded),
-	// available for EventSnoozed and EventReleased. For EventLeaseLost it
-	// is the state the job was found in, or "" if it is gone or could not
-	// be read.
+	// State is the job's state after the event: running for EventStarted
+	// and a handler's durable calls, done for EventDone, available or dead
+	// for EventFailed and EventReclaimed (running when the failure could
+	// not be recorded), available for EventSnoozed and EventReleased,
+	// available or blocked for EventParked. For EventLeaseLost it is the
+	// state the job was found in, or "" if it is gone or could not be
+	// read.
 	State State
 	// NextRunAt is when the job may run next, when State is available:
 	// after its backoff for EventFailed, after the delay for EventSnoozed,
 	// and the moment of the event for EventReleased and EventReclaimed,
 	// which give the job back to run at once. Zero otherwise.
 	NextRunAt time.Time
-	// Why is why the attempt failed, for EventFailed, or why the lease was
-	// lost, for EventLeaseLost; empty for the other kinds.
+	// Why is why the attempt failed, for EventFailed, why the lease was
+	// lost, for EventLeaseLost, or what the job waits for, for
+	// EventParked (ParkedSleep, ParkedSignal or ParkedAwait); empty for
+	// the other kinds.
 	Why Why
 	// Err is the handler's error for EventFailed (joined with the failure
 	// writes' error under WhyFailureWritesFailed, or the write's error

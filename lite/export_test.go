@@ -220,7 +220,7 @@ func IsPrepared(q *Queue, name string) bool {
 // Sleep and AwaitSignal, for a test that calls them with a stale lease;
 // lost is called when one finds the lease lost.
 func HandlerContext(ctx context.Context, q *Queue, l Lease, lost context.CancelCauseFunc) context.Context {
-	return withDurable(ctx, q, l, lost)
+	return withDurable(ctx, newDurable(q, l, lost))
 }
 
 // Park parks lease l's job as a handler returning p does.

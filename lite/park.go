@@ -117,13 +117,13 @@ func (d *durable) sleep(ctx context.Context, name string, wake func(now time.Tim
 // checkpoint records t under name unless a time is recorded there
 // already, and returns the recorded one.
 func (d *durable) checkpoint(ctx context.Context, name string, t time.Time) (time.Time, error) {
-	b, ok, err := d.q.StepResult(ctx, d.lease.JobID, name)
+	b, ok, err := d.recorded(ctx, name)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if !ok {
-		if b, err = d.q.recordStep(ctx, d.lease, name, fmt.Appendf(nil, "%d", t.UnixMilli())); err != nil {
-			return time.Time{}, d.failed(err)
+		if b, err = d.record(ctx, name, fmt.Appendf(nil, "%d", t.UnixMilli())); err != nil {
+			return time.Time{}, err
 		}
 	}
 	var ms int64

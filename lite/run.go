@@ -114,7 +114,9 @@ func (w *Worker) execute(r *run) {
 	done := &success{}
 	ctx = context.WithValue(ctx, outcomeKey{}, done)
 	ctx = context.WithValue(ctx, reportsKey{}, &r.reports)
-	ctx = withDurable(ctx, w.q, r.job.Lease(), r.cancel)
+	d := newDurable(w.q, r.job.Lease(), r.cancel)
+	d.emit, d.job = w.emit, r.job
+	ctx = withDurable(ctx, d)
 	h := w.handler(r.job.Kind)
 	start := w.q.opts.Now()
 	var err error

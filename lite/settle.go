@@ -61,7 +61,7 @@ func (w *Worker) settle(r *run, err error, out settlement, elapsed time.Duration
 			return err
 		})
 	case errors.As(err, &park):
-		ev.Kind, ev.State = EventParked, StateAvailable
+		ev.Kind, ev.State, ev.Why = EventParked, StateAvailable, Why(park.Reason)
 		writeErr = retryBusy(ctx, func() (err error) {
 			ev.NextRunAt, err = w.q.park(ctx, l, park)
 			return err

@@ -25,7 +25,7 @@ type parkRecord struct {
 // outside is the durable view of lease l for a process that does not
 // hold it (a command of `lite work`): its lost lease is its error alone.
 func (q *Queue) outside(l Lease) *durable {
-	return &durable{q: q, lease: l, lost: func(error) {}, calls: map[string]int{}}
+	return newDurable(q, l, func(error) {})
 }
 
 // SleepLease is Sleep for a process that does not hold lease l itself

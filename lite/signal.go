@@ -193,11 +193,15 @@ func (d *durable) await(ctx context.Context, name, at string, timeout time.Durat
 		return nil, err // a wait for a name no Signal can send would never end
 	}
 	outcome := at + awaitedSuffix
-	if b, ok, err := d.q.StepResult(ctx, d.lease.JobID, outcome); err != nil || ok {
+	if b, ok, err := d.recorded(ctx, outcome); err != nil || ok {
 		return decodeAwaited(b, err)
 	}
 	b, got, err := d.q.consumeSignal(ctx, d.lease, name, outcome)
 	if err != nil || got {
+		if err == nil {
+			d.remember(outcome, b)
+			d.report(EventSignalReceived)
+		}
 		return decodeAwaited(b, d.failed(err))
 	}
 	deadline := never
@@ -212,8 +216,8 @@ func (d *durable) await(ctx context.Context, name, at string, timeout time.Durat
 		return nil, &ParkError{Until: until, Reason: ParkedSignal, Signal: name}
 	}
 	timedOut, _ := json.Marshal(awaited{TimedOut: true})
-	b, err = d.q.recordStep(ctx, d.lease, outcome, timedOut)
-	return decodeAwaited(b, d.failed(err))
+	b, err = d.record(ctx, outcome, timedOut)
+	return decodeAwaited(b, err)
 }
 
 // consumeSignal consumes the job's oldest unconsumed signal name and

@@ -40,8 +40,11 @@ func RunStep[T any](ctx context.Context, name string, fn func(ctx context.Contex
 	if err != nil {
 		return zero, fmt.Errorf("step %q: %w", name, err)
 	}
-	stored, err := d.q.recordStep(ctx, d.lease, name, b)
-	return decodeStep[T](name, stored, d.failed(err))
+	stored, err := d.record(ctx, name, b)
+	if err == nil {
+		d.report(EventStep)
+	}
+	return decodeStep[T](name, stored, err)
 }
 
 // RunStepTx is RunStep for fn that writes to the app's own tables in the
@@ -77,10 +80,13 @@ func RunStepTx[T any](ctx context.Context, name string, fn func(ctx context.Cont
 		return err
 	})
 	if record, ok, rest := keptRecord(err); ok {
+		d.remember(name, record)
 		return decodeStep[T](name, record, nil)
 	} else if err = rest; err != nil {
 		return zero, d.failed(fmt.Errorf("step %q: %w", name, lossOr(ctx, d.q.explainLoss(ctx, classify(err), d.lease))))
 	}
+	d.remember(name, stored)
+	d.report(EventStep)
 	return decodeStep[T](name, stored, nil)
 }
 
@@ -92,7 +98,9 @@ func lookUpStep(ctx context.Context, name string) (d *durable, recorded []byte, 
 	if err := CheckStepName(name); err != nil {
 		return nil, nil, false, err
 	}
-	recorded, ok, err = d.q.StepResult(ctx, d.lease.JobID, name)
+	if recorded, ok, err = d.recorded(ctx, name); ok {
+		d.report(EventStepReplayed)
+	}
 	return d, recorded, ok, err
 }
 

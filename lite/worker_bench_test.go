@@ -63,9 +63,40 @@ func BenchmarkWorkerComposite(b *testing.B) {
 	})
 }
 
+// BenchmarkWorkerSteps drains b.N prefilled jobs at concurrency 256,
+// each a handler of ten RunStep calls whose fn does nothing: what
+// recording steps costs a job, against BenchmarkWorkerNoop's plain jobs
+// (lite bench --durable gives the ratio).
+func BenchmarkWorkerSteps(b *testing.B) {
+	q := mustOpenOpts(b, filepath.Join(b.TempDir(), "w.db"), lite.Options{Synchronous: lite.SyncNormal})
+	job := lite.NewJob{Kind: "noop", Payload: []byte("{}")}
+	for left := b.N; left > 0; left -= 1000 {
+		if _, err := q.EnqueueBatch(b.Context(), slices.Repeat([]lite.NewJob{job}, min(left, 1000))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	names := make([]string, 10)
+	for i := range names {
+		names[i] = "step " + strconv.Itoa(i)
+	}
+	drainWith(b, q, 256, func(ctx context.Context, _ *lite.Job) error {
+		for _, name := range names {
+			if _, err := lite.RunStep(ctx, name, func(context.Context) (int, error) { return 1, nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // drain runs a Worker of concurrency c until b.N jobs of kind noop are
 // done (callbacks are not counted), timing that alone.
 func drain(b *testing.B, q *lite.Queue, c int) {
+	drainWith(b, q, c, func(context.Context, *lite.Job) error { return nil })
+}
+
+// drainWith is drain with h as the handler.
+func drainWith(b *testing.B, q *lite.Queue, c int, h lite.Handler) {
 	var done atomic.Int64
 	all := make(chan struct{})
 	w, err := lite.NewWorker(q, lite.WorkerOptions{Concurrency: c, OnEvent: func(ev lite.Event) {
@@ -76,7 +107,7 @@ func drain(b *testing.B, q *lite.Queue, c int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w.Handle(lite.AnyKind, func(context.Context, *lite.Job) error { return nil })
+	w.Handle(lite.AnyKind, h)
 	ctx, stop := context.WithCancel(b.Context())
 	ran := make(chan struct{})
 	b.ResetTimer()

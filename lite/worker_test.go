@@ -22,8 +22,16 @@ import (
 )
 
 // guard bounds every wait for something asynchronous: a failing test
-// stops here instead of hanging. Nothing is timed against it.
-const guard = 20 * time.Second
+// stops here instead of hanging. Nothing is timed against it. The
+// mutation check (.ci/mutation) shortens it with LITE_TEST_GUARD: a
+// mutant's killing test that waits it out is most of that mutant's time,
+// and what comes at all comes in milliseconds.
+var guard = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("LITE_TEST_GUARD")); err == nil && d > 0 {
+		return d
+	}
+	return 20 * time.Second
+}()
 
 // recv takes one value from ch, failing the test if none comes.
 func recv[T any](t *testing.T, ch <-chan T) T {

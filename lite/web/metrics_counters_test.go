@@ -49,3 +49,50 @@ func TestMetricsCountOutcomesThatSurviveRetention(t *testing.T) {
 		}
 	})
 }
+
+// TestMetricsCountADurableHandlersStepsParksAndSignals: a handler that
+// runs a step, awaits a signal, sleeps and runs a second step takes three
+// attempts; each durable call is counted as what it was in that attempt.
+func TestMetricsCountADurableHandlersStepsParksAndSignals(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, q *lite.Queue, clock *litetest.Clock) {
+		is := is.New(t)
+		h := handler(q, clock, web.Options{Metrics: metrics.Handler(q)})
+		w, err := lite.NewWorker(q, lite.WorkerOptions{Queues: map[string]lite.QueueConfig{"flows": {}}})
+		is.NoErr(err)
+		w.Handle("flow", func(ctx context.Context, _ *lite.Job) error {
+			if _, err := lite.RunStep(ctx, "a", func(context.Context) (int, error) { return 1, nil }); err != nil {
+				return err
+			}
+			if _, err := lite.AwaitSignal(ctx, "go", 0); err != nil {
+				return err
+			}
+			if err := lite.Sleep(ctx, time.Hour); err != nil {
+				return err
+			}
+			_, err := lite.RunStep(ctx, "b", func(context.Context) (int, error) { return 2, nil })
+			return err
+		})
+		id := enqueue(t, q, lite.NewJob{Queue: "flows", Kind: "flow"})
+		litetest.Drain(t, w) // a ran; parked awaiting the signal
+		is.NoErr(q.Signal(t.Context(), id, "go", nil))
+		litetest.Drain(t, w) // a replayed; the signal taken; parked asleep
+		clock.Advance(time.Hour)
+		litetest.Drain(t, w) // a replayed; b ran; done
+		w.Wait()
+
+		body := get(h, "/metrics").Body.String()
+		for _, line := range []string{
+			`lite_worker_events_total{event="step",queue="flows"} 2`,
+			`lite_worker_events_total{event="step replayed",queue="flows"} 2`,
+			`lite_worker_events_total{event="signal received",queue="flows"} 1`,
+			`lite_worker_events_total{event="parked",queue="flows"} 2`,
+			`lite_worker_events_total{event="done",queue="flows"} 1`,
+			`lite_worker_parked_total{queue="flows",reason="signal"} 1`,
+			`lite_worker_parked_total{queue="flows",reason="sleep"} 1`,
+		} {
+			if !strings.Contains(body, line+"\n") {
+				t.Errorf("no line %s in\n%s", line, body)
+			}
+		}
+	})
+}

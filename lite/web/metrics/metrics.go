@@ -150,16 +150,25 @@ func (c collector) collectBacklog(ch chan<- prometheus.Metric, s lite.QueueStats
 }
 
 // Outcomes counts the events of this process's workers by queue and event
-// (lite_worker_events_total): started, done, failed, snoozed, released,
-// reclaimed, lease lost. Plug its OnEvent into WorkerOptions.OnEvent.
-type Outcomes struct{ events *prometheus.CounterVec }
+// (lite_worker_events_total): started, done, failed, snoozed, parked,
+// released, reclaimed, lease lost, and a handler's durable calls (step,
+// step replayed, signal received); and the parks by what the job waits
+// for (lite_worker_parked_total: sleep, signal, children). Plug its
+// OnEvent into WorkerOptions.OnEvent.
+type Outcomes struct{ events, parked *prometheus.CounterVec }
 
 // NewOutcomes makes an Outcomes with every count at zero.
 func NewOutcomes() *Outcomes {
-	return &Outcomes{events: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "lite_worker_events_total",
-		Help: "Events of this process's workers, by queue and event.",
-	}, []string{"queue", "event"})}
+	return &Outcomes{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lite_worker_events_total",
+			Help: "Events of this process's workers, by queue and event: a job's outcomes, and its handler's steps run (step), steps answered from their record (step replayed) and signals taken (signal received).",
+		}, []string{"queue", "event"}),
+		parked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lite_worker_parked_total",
+			Help: "Jobs this process's workers parked, by queue and what the job waits for: its sleep's time (sleep), a signal (signal), the jobs it awaits (children).",
+		}, []string{"queue", "reason"}),
+	}
 }
 
 // OnEvent counts e. It never blocks, as WorkerOptions.OnEvent must not.
@@ -170,10 +179,19 @@ func (o *Outcomes) OnEvent(e lite.Event) {
 		queue = label(e.Job.Queue)
 	}
 	o.events.WithLabelValues(queue, string(e.Kind)).Inc()
+	if e.Kind == lite.EventParked {
+		o.parked.WithLabelValues(queue, string(e.Why)).Inc()
+	}
 }
 
 // Describe is prometheus.Collector's.
-func (o *Outcomes) Describe(ch chan<- *prometheus.Desc) { o.events.Describe(ch) }
+func (o *Outcomes) Describe(ch chan<- *prometheus.Desc) {
+	o.events.Describe(ch)
+	o.parked.Describe(ch)
+}
 
 // Collect is prometheus.Collector's.
-func (o *Outcomes) Collect(ch chan<- prometheus.Metric) { o.events.Collect(ch) }
+func (o *Outcomes) Collect(ch chan<- prometheus.Metric) {
+	o.events.Collect(ch)
+	o.parked.Collect(ch)
+}
