@@ -72,12 +72,13 @@ func (d *durable) awaitJobs(ctx context.Context, name string, ids []int64) ([]De
 	if b, ok, err := d.recorded(ctx, name); err != nil || ok {
 		return decodeOutcomes(b, err)
 	}
+	start := d.q.opts.Now()
 	b, ended, err := d.q.recordOutcomes(ctx, d.lease, name, ids)
 	if err != nil {
 		return nil, d.failed(err)
 	}
 	if ended {
-		d.remember(name, b)
+		d.remember(name, b, start)
 	}
 	if !ended {
 		return nil, &ParkError{Reason: ParkedAwait, Jobs: jobs}

@@ -3,6 +3,7 @@ package lite
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +50,21 @@ type durable struct {
 	// lease holds, only this run can record a step of the job, so a name
 	// missing here has no record, and a step costs no read before its fn.
 	records map[string][]byte
+	// fresh is when records last held every record of the job: when they
+	// were read, or when a record of the run's own committed, which shows
+	// that no newer attempt could have recorded before it. A lookup
+	// recheckAfter past it reads the name's record again (see recorded).
+	fresh time.Time
 }
+
+// recheckAfter is how long a run trusts that a name missing from its
+// records has none, by the queue's clock (one stepped back trusts
+// nothing). A newer attempt records a step only once this run's lease is
+// lost: by a reclaim, after a silence of the run's StaleAfter (a process
+// frozen, a machine asleep: time that passes here too), or by a release
+// or a cancel, which the lease watch reports to the handler within
+// moments by cancelling its context (checked at every lookup).
+const recheckAfter = time.Second
 
 func newDurable(q *Queue, l Lease, lost context.CancelCauseFunc) *durable {
 	return &durable{q: q, lease: l, lost: lost, calls: map[string]int{}}
@@ -76,42 +91,75 @@ func (d *durable) next(what string) string {
 }
 
 // recorded returns the job's record under name, and whether there is one,
-// reading every record of the job the first time.
+// reading every record of the job the first time, and name's again when
+// the records were fresh more than recheckAfter ago. A handler whose
+// context ended (its lease lost, its timeout) gets the reason: it must
+// not go on to run a step's fn.
 func (d *durable) recorded(ctx context.Context, name string) ([]byte, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, lossOr(ctx, context.Cause(ctx))
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.records == nil {
-		steps, err := d.q.Steps(ctx, d.lease.JobID)
-		if err != nil {
-			return nil, false, err
+		read := d.q.opts.Now()
+		var steps []StepRecord
+		// Generation 1 is a job's first lease: no run before it recorded
+		// anything, and its records are read for nothing (a restore
+		// raises the generation of every job it brings back).
+		if d.lease.Generation > 1 {
+			var err error
+			if steps, err = d.q.Steps(ctx, d.lease.JobID); err != nil {
+				return nil, false, lossOr(ctx, err)
+			}
 		}
 		d.records = make(map[string][]byte, len(steps))
 		for _, s := range steps {
 			d.records[s.Name] = s.Result
 		}
+		d.fresh = read
 	}
-	b, ok := d.records[name]
-	return b, ok, nil
+	if b, ok := d.records[name]; ok || d.trusted() {
+		return b, ok, nil
+	}
+	s, ok, err := d.q.stepOn(ctx, d.q.r, d.lease.JobID, name)
+	if err != nil || !ok {
+		return nil, false, lossOr(ctx, err)
+	}
+	d.records[name] = s.Result
+	return s.Result, true, nil
 }
 
-// remember adds a record the run made, or found made, under name.
-func (d *durable) remember(name string, b []byte) {
+// trusted says whether the records were whole less than recheckAfter ago.
+func (d *durable) trusted() bool {
+	age := d.q.opts.Now().Sub(d.fresh)
+	return age >= 0 && age < recheckAfter
+}
+
+// remember adds the record the job holds under name after an owner write
+// of the run's that began at since: one that committed shows the lease
+// held, so that no newer attempt recorded anything before it.
+func (d *durable) remember(name string, b []byte, since time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.records != nil {
 		d.records[name] = b
 	}
+	if since.After(d.fresh) {
+		d.fresh = since
+	}
 }
 
 // record is recordStep for the run: what the job holds under name
-// afterwards, remembered.
-func (d *durable) record(ctx context.Context, name string, result []byte) ([]byte, error) {
-	b, err := d.q.recordStep(ctx, d.lease, name, result)
+// afterwards, remembered, and whether it is result.
+func (d *durable) record(ctx context.Context, name string, result []byte) ([]byte, bool, error) {
+	start := d.q.opts.Now()
+	b, inserted, err := d.q.recordStep(ctx, d.lease, name, result)
 	if err != nil {
-		return nil, d.failed(err)
+		return nil, false, d.failed(lossOr(ctx, err))
 	}
-	d.remember(name, b)
-	return b, nil
+	d.remember(name, b, start)
+	return b, inserted, nil
 }
 
 // report emits an event of kind for the run's job, in a worker.
@@ -245,29 +293,85 @@ func (q *Queue) Steps(ctx context.Context, id int64) ([]StepRecord, error) {
 	return steps, rows.Err()
 }
 
-// recordStepSQL records a step under the lease, within the job's bounds;
-// a step already recorded is kept as it is (never overwritten). On
-// PostgreSQL it locks the job's row for the rest of its transaction, as
-// an owner's update would: a reclaim, a release or a cancel that comes
-// while the record commits waits for it, then finds the lease ended. An
-// insert that only read the row did so in its snapshot, and its record
-// could land after the lease it names had ended. On SQLite the file's
-// write lock orders them.
+// recordStepSQL records a step under the lease, within the job's bounds
+// (counted in one pass over the job's records); a step already recorded
+// is kept as it is (never overwritten). On PostgreSQL it locks the job's
+// row for the rest of its transaction, as an owner's update would: a
+// reclaim, a release or a cancel that comes while the record commits
+// waits for it, then finds the lease ended. An insert that only read the
+// row did so in its snapshot, and its record could land after the lease
+// it names had ended. On SQLite the file's write lock orders them.
 var recordStepSQL = stmt{
 	sqlite: `insert into lite_steps (job_id, name, generation, result, recorded_at)
 select id, ?1, generation, ?2, ?3 from lite_jobs
 where id = ?4 and generation = ?5 and state = 'running'
-  and (select count(*) from lite_steps where job_id = ?4) < ` + fmt.Sprint(MaxSteps) + `
-  and (select coalesce(sum(length(result)), 0) from lite_steps where job_id = ?4) + length(?2) <= ` + fmt.Sprint(MaxStepsBytes) + `
+  and (select count(*) < ` + fmt.Sprint(MaxSteps) + ` and coalesce(sum(length(result)), 0) + length(?2) <= ` + fmt.Sprint(MaxStepsBytes) + `
+    from lite_steps where job_id = ?4)
 on conflict (job_id, name) do nothing`,
 	postgres: `with owner as (select id, generation from lite_jobs
     where id = $4 and generation = $5 and state = 'running'
     for no key update)
 insert into lite_steps (job_id, name, generation, result, recorded_at)
 select id, $1, generation, $2::bytea, $3 from owner
-where (select count(*) from lite_steps where job_id = $4) < ` + fmt.Sprint(MaxSteps) + `
-  and (select coalesce(sum(octet_length(result)), 0) from lite_steps where job_id = $4) + octet_length($2::bytea) <= ` + fmt.Sprint(MaxStepsBytes) + `
+where (select count(*) < ` + fmt.Sprint(MaxSteps) + ` and coalesce(sum(octet_length(result)), 0) + octet_length($2::bytea) <= ` + fmt.Sprint(MaxStepsBytes) + `
+    from lite_steps where job_id = $4)
 on conflict (job_id, name) do nothing`,
+}
+
+// recordStepsSQL is recordStepSQL for a list of steps (see stepRound),
+// each entry [job id, generation, name, result in hex], of distinct jobs:
+// the bounds count each job's records as they were before the statement.
+// It returns each step it recorded, by its place in the list. SQLite
+// alone: its writes go in rounds.
+var recordStepsSQL = stmt{
+	sqlite: `insert into lite_steps (job_id, name, generation, result, recorded_at)
+select j.id, s.value ->> 2, j.generation, unhex(s.value ->> 3), ?1
+from json_each(?2) as s join lite_jobs as j on j.id = s.value ->> 0
+where j.generation = s.value ->> 1 and j.state = 'running'
+  and (select count(*) < ` + fmt.Sprint(MaxSteps) + ` and coalesce(sum(length(result)), 0) + length(s.value ->> 3) / 2 <= ` + fmt.Sprint(MaxStepsBytes) + `
+    from lite_steps where job_id = j.id)
+on conflict (job_id, name) do nothing
+returning job_id`,
+}
+
+// stepWrite is a step's record as a round writes it: under lease, result
+// as name; what the job holds under name once it is written, and whether
+// that is result, which this write recorded.
+type stepWrite struct {
+	lease    Lease
+	name     string
+	result   []byte
+	stored   []byte
+	inserted bool
+}
+
+// recordStepsOn writes steps of distinct jobs with recordStepsSQL on c,
+// and says which it recorded.
+func (q *Queue) recordStepsOn(ctx context.Context, c conn, steps []*stepWrite) ([]bool, error) {
+	list := make([][4]any, len(steps))
+	at := make(map[int64]int, len(steps))
+	for i, s := range steps {
+		list[i] = [4]any{s.lease.JobID, s.lease.Generation, s.name, hex.EncodeToString(s.result)}
+		at[s.lease.JobID] = i
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.QueryContext(ctx, q.sql(recordStepsSQL), q.nowOn(c).UnixMilli(), string(b))
+	if err != nil {
+		return nil, err
+	}
+	recorded := make([]bool, len(steps))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		recorded[at[id]] = true
+	}
+	return recorded, errors.Join(rows.Err(), rows.Close())
 }
 
 var ownsSQL = stmt{
@@ -332,24 +436,27 @@ func (q *Queue) RecordStep(ctx context.Context, l Lease, name string, result []b
 	if err := CheckStepName(name); err != nil {
 		return nil, err
 	}
-	stored, err := q.recordStep(ctx, l, name, result)
+	stored, _, err := q.recordStep(ctx, l, name, result)
 	if err != nil {
 		return nil, err
 	}
 	return stored, q.afterWrite(ctx, "record step")
 }
 
-func (q *Queue) recordStep(ctx context.Context, l Lease, name string, result []byte) ([]byte, error) {
+func (q *Queue) recordStep(ctx context.Context, l Lease, name string, result []byte) (stored []byte, inserted bool, err error) {
 	if len(result) > q.opts.MaxPayloadBytes {
-		return nil, fmt.Errorf("step %q of job %d: result of %d bytes: %w (limit %d)", name, l.JobID, len(result), ErrTooLarge, q.opts.MaxPayloadBytes)
+		return nil, false, fmt.Errorf("step %q of job %d: result of %d bytes: %w (limit %d)", name, l.JobID, len(result), ErrTooLarge, q.opts.MaxPayloadBytes)
 	}
-	var stored []byte
-	err := q.write(ctx, q.sql(recordStepSQL), func(c conn) (err error) {
-		stored, _, err = q.recordStepOn(ctx, c, l, name, result)
+	if result == nil {
+		result = []byte{} // the column holds no null
+	}
+	s := &stepWrite{lease: l, name: name, result: result}
+	err = q.writeItem(q.sql(recordStepSQL), &roundItem{ctx: ctx, step: s, fn: func(c conn) (err error) {
+		s.stored, s.inserted, err = q.recordStepOn(ctx, c, l, name, result)
 		return err
-	})
+	}})
 	if err != nil {
-		return nil, fmt.Errorf("record step %q: %w", name, q.explainLoss(ctx, classify(err), l))
+		return nil, false, fmt.Errorf("record step %q: %w", name, q.explainLoss(ctx, classify(err), l))
 	}
-	return stored, nil
+	return s.stored, s.inserted, nil
 }

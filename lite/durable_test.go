@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,9 +180,17 @@ func TestADurableHandlersCallsAreItsWorkersEvents(t *testing.T) {
 			seen = append(seen, string(ev.Kind)+" "+string(ev.Why))
 		}})
 		is.NoErr(err)
-		w.Handle("d", func(ctx context.Context, _ *lite.Job) error {
+		w.Handle("d", func(ctx context.Context, job *lite.Job) error {
 			if _, err := lite.RunStep(ctx, "a", func(context.Context) (int, error) { return 1, nil }); err != nil {
 				return err
+			}
+			// Recorded by hand under the run's lease, which its records
+			// do not see: the step runs its fn, and the record wins.
+			if _, err := q.RecordStep(ctx, job.Lease(), "by hand", []byte("9")); err != nil {
+				return err
+			}
+			if got, err := lite.RunStep(ctx, "by hand", func(context.Context) (int, error) { return 3, nil }); err != nil || got != 9 {
+				return fmt.Errorf("by hand: %d, %w", got, err)
 			}
 			if _, err := lite.RunStepTx(ctx, "b", func(context.Context, *sql.Tx) (int, error) { return 2, nil }); err != nil {
 				return err
@@ -199,11 +209,82 @@ func TestADurableHandlersCallsAreItsWorkersEvents(t *testing.T) {
 			seen = nil
 			return out
 		}
-		is.Equal(attempt(), []string{"started ", "step ", "step ", "parked signal"})
+		is.Equal(attempt(), []string{"started ", "step ", "step ", "parked signal"}) // the step by hand is neither
 		is.NoErr(q.Signal(t.Context(), id, "go", nil))
-		is.Equal(attempt(), []string{"started ", "step replayed ", "step replayed ", "signal received ", "parked sleep"})
+		replayed := []string{"step replayed ", "step replayed ", "step replayed "}
+		is.Equal(attempt(), slices.Concat([]string{"started "}, replayed, []string{"signal received ", "parked sleep"}))
 		clock.Advance(time.Hour)
-		is.Equal(attempt(), []string{"started ", "step replayed ", "step replayed ", "done "})
+		is.Equal(attempt(), slices.Concat([]string{"started "}, replayed, []string{"done "}))
+	})
+}
+
+// TestAStepAfterItsLeaseWasLostRunsNoFn: a run reads its job's records
+// once (see recorded); a step must still never run its fn once the run
+// knows its lease lost, nor, past a second, where a newer attempt may have
+// recorded it.
+func TestAStepAfterItsLeaseWasLostRunsNoFn(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		for _, how := range []string{"cancel", "release"} {
+			t.Run("after a "+how+" the handler was told of", func(t *testing.T) {
+				is := is.New(t)
+				clock := newFakeClock()
+				q, dsn := e.mustOpen(t, clock)
+				other := mustOpenOpts(t, dsn, lite.Options{Now: clock.Now})
+				w, _, _ := testWorker(t, q, lite.WorkerOptions{Concurrency: 1})
+				reached, stale := make(chan struct{}), make(chan error, 1)
+				var staleRan atomic.Bool
+				w.Handle("d", func(ctx context.Context, job *lite.Job) error {
+					if _, err := lite.RunStep(ctx, "a", func(context.Context) (int, error) { return 1, nil }); err != nil {
+						return err
+					}
+					if job.Generation == 1 {
+						close(reached)
+						<-ctx.Done()
+					}
+					_, err := lite.RunStep(ctx, "b", func(context.Context) (int, error) {
+						staleRan.Store(staleRan.Load() || job.Generation == 1)
+						return 2, nil
+					})
+					if job.Generation == 1 {
+						stale <- err
+					}
+					return err
+				})
+				defer runWorker(t, w)()
+				id := mustEnqueue(t, q, lite.NewJob{Queue: "q", Kind: "d"})
+				recv(t, reached)
+				if how == "cancel" {
+					is.NoErr(other.Cancel(t.Context(), id))
+				} else {
+					_, err := other.ReleaseUnowned(t.Context(), id)
+					is.NoErr(err)
+				}
+				is.True(errors.Is(recv(t, stale), lite.ErrLeaseLost))
+				is.True(!staleRan.Load()) // why: its context had ended
+			})
+		}
+		for _, move := range []time.Duration{time.Second, -time.Hour} {
+			t.Run(fmt.Sprintf("in a run not told of its loss, once the clock moved %s", move), func(t *testing.T) {
+				is := is.New(t)
+				clock := newFakeClock()
+				q, _ := e.mustOpen(t, clock)
+				id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+				old := lite.HandlerContext(t.Context(), q, mustLeaseOne(t, q, "default").Lease(), func(error) {})
+				_, err := lite.RunStep(old, "a", func(context.Context) (string, error) { return "old's", nil })
+				is.NoErr(err) // its records read, and a recorded
+				_, err = q.ReleaseUnowned(t.Context(), id)
+				is.NoErr(err)
+				newer := lite.HandlerContext(t.Context(), q, mustLeaseOne(t, q, "default").Lease(), func(error) {})
+				_, err = lite.RunStep(newer, "b", func(context.Context) (string, error) { return "newer's", nil })
+				is.NoErr(err)
+				clock.Advance(move)
+				ran := false
+				got, err := lite.RunStep(old, "b", func(context.Context) (string, error) { ran = true; return "old's", nil })
+				is.NoErr(err)
+				is.True(!ran) // why: read again, the newer attempt's record
+				is.Equal(got, "newer's")
+			})
+		}
 	})
 }
 

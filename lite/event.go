@@ -20,7 +20,7 @@ const (
 	EventLeaseLost EventKind = "lease lost" // the lease was gone; the handler's outcome was skipped
 
 	// A handler's durable calls, reported while it runs (State running).
-	EventStep           EventKind = "step"            // a step's fn ran and its result was recorded (RunStep, RunStepTx)
+	EventStep           EventKind = "step"            // a step's fn ran and its result is the step's record (RunStep, RunStepTx)
 	EventStepReplayed   EventKind = "step replayed"   // a step returned its record without running fn again
 	EventSignalReceived EventKind = "signal received" // AwaitSignal took a signal sent to the job
 )

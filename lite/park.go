@@ -122,7 +122,7 @@ func (d *durable) checkpoint(ctx context.Context, name string, t time.Time) (tim
 		return time.Time{}, err
 	}
 	if !ok {
-		if b, err = d.record(ctx, name, fmt.Appendf(nil, "%d", t.UnixMilli())); err != nil {
+		if b, _, err = d.record(ctx, name, fmt.Appendf(nil, "%d", t.UnixMilli())); err != nil {
 			return time.Time{}, err
 		}
 	}

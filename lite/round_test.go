@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -268,7 +269,7 @@ func TestARoundsPlainAcksKeepEachItsOwnResult(t *testing.T) {
 	ctx := t.Context()
 	clock := newFakeClock()
 	q, _ := mustOpen(t, clock)
-	const n = 8
+	const n = 9
 	jobs := mustLeaseNew(t, q, n)
 	stale := jobs[2].Lease() // its job is released and leased again: the successor's
 	_, err := q.ReleaseUnowned(ctx, stale.JobID)
@@ -351,4 +352,103 @@ func mustLeaseNew(t *testing.T, q *lite.Queue, n int) []*lite.Job {
 		t.Fatalf("lease %d: %d jobs, %v", n, len(jobs), err)
 	}
 	return jobs
+}
+
+// A round writes the steps' records it gathers as one statement (see
+// stepRound): each is fenced on its own lease and bounded by its own
+// job's records, and answered on its own, as a step recorded alone is.
+func TestARoundsStepsKeepEachItsOwnResult(t *testing.T) {
+	is := is.New(t)
+	ctx := t.Context()
+	clock := newFakeClock()
+	q := mustOpenOpts(t, filepath.Join(t.TempDir(), "lite.db"), lite.Options{Now: clock.Now, MaxPayloadBytes: lite.MaxStepsBytes})
+	const n = 9
+	jobs := mustLeaseNew(t, q, n)
+	stale := jobs[1].Lease() // its job is released and leased again: the successor's
+	_, err := q.ReleaseUnowned(ctx, stale.JobID)
+	is.NoErr(err)
+	successor := mustLeaseOne(t, q, "q")
+	is.Equal(successor.ID, stale.JobID)
+	recordedBefore := jobs[2].Lease()
+	_, err = q.RecordStep(ctx, recordedBefore, "s", []byte("first"))
+	is.NoErr(err)
+	full := jobs[3].Lease() // 10 bytes short of its bound
+	_, err = q.RecordStep(ctx, full, "big", make([]byte, lite.MaxStepsBytes-10))
+	is.NoErr(err)
+	acked := jobs[8].Lease() // done under this same lease
+	is.NoErr(q.AckDone(ctx, acked, nil))
+	many := jobs[7].Lease() // as many steps as a job may record
+	_, err = q.DB().ExecContext(ctx, `with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
+insert into lite_steps (job_id, name, generation, result, recorded_at) select ?, 'n' || i, ?, x'', 0 from n`,
+		lite.MaxSteps, many.JobID, many.Generation)
+	is.NoErr(err)
+	clock.Advance(time.Second)
+
+	type step struct {
+		lease        lite.Lease
+		name, result string
+	}
+	steps := []step{
+		{jobs[0].Lease(), "s", "r0"},
+		{stale, "s", "stale"},
+		{recordedBefore, "s", "second"},
+		{full, "s", "eleven byte"},
+		{jobs[4].Lease(), "a", "r4a"}, // two steps of one job
+		{jobs[4].Lease(), "b", "r4b"},
+		{jobs[5].Lease(), "x", "r5"}, // one step asked for twice: the first to land wins
+		{jobs[5].Lease(), "x", "r5 again"},
+		{jobs[6].Lease(), "s", ""},
+		{many, "s", "one more"},
+		{acked, "s", "late"},
+	}
+	stored := make([][]byte, len(steps))
+	writes := make([]func() error, len(steps))
+	for i, s := range steps {
+		writes[i] = func() (err error) {
+			stored[i], err = q.RecordStep(ctx, s.lease, s.name, []byte(s.result))
+			return err
+		}
+	}
+	results := inOneRound(q, writes...)
+
+	is.Equal(stored[6], stored[7]) // both calls get the one record
+	for i, s := range steps {
+		if s.lease == jobs[5].Lease() {
+			is.NoErr(results[i])
+			got, _, err := q.StepResult(ctx, s.lease.JobID, "x")
+			is.NoErr(err)
+			is.Equal(got, stored[i])
+			continue
+		}
+		switch s.lease {
+		case stale, acked:
+			is.True(errors.Is(results[i], lite.ErrLeaseLost))
+			_, ok, err := q.StepResult(ctx, s.lease.JobID, "s")
+			is.NoErr(err)
+			is.True(!ok) // nothing recorded for the successor's job
+		case recordedBefore:
+			is.NoErr(results[i])
+			is.Equal(string(stored[i]), "first") // the record stays, and is what the call gets
+		case full, many:
+			is.True(errors.Is(results[i], lite.ErrStepsFull))
+			_, ok, err := q.StepResult(ctx, s.lease.JobID, "s")
+			is.NoErr(err)
+			is.True(!ok)
+		default:
+			is.NoErr(results[i])
+			is.Equal(string(stored[i]), s.result)
+			steps, err := q.Steps(ctx, s.lease.JobID)
+			is.NoErr(err)
+			var found bool
+			for _, r := range steps {
+				if r.Name == s.name {
+					found = true
+					is.Equal(string(r.Result), s.result)
+					is.Equal(r.Generation, s.lease.Generation)
+					is.True(r.RecordedAt.Equal(clock.Now())) // the round's time
+				}
+			}
+			is.True(found) // step i recorded
+		}
+	}
 }

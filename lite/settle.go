@@ -334,8 +334,11 @@ type roundItem struct {
 	// ack is set for a plain done-ack, one that carries a result and no
 	// writes of the caller's: fn is its one statement, which the round
 	// may run as one entry of a statement for many (see ackRound).
-	ack      *Done
-	alone    bool   // an ack its round's statement for many failed: it runs fn
+	ack *Done
+	// step is set for a step's record (see recordStep): the round may
+	// write it as one entry of a statement for many (see stepRound).
+	step     *stepWrite
+	alone    bool   // an ack or step its round's statement for many failed: it runs fn
 	written  func() // once fn matched, before the round commits (see writtenKey)
 	unsynced bool   // a lease: its commit need not sync (see leaseWithoutSync)
 	asked    int64  // ms: when it was handed in, for noteWait
@@ -476,11 +479,18 @@ func (q *Queue) round(items []*roundItem) (again []*roundItem) {
 			return items[0].err
 		}
 		for i := 0; i < len(items); {
-			if n := plainAcks(items[i:]); n > 0 {
-				if err := q.ackRound(ctx, c, items[i:i+n]); err != nil {
+			n, many := plainAcks(items[i:]), q.ackRound
+			if n == 0 {
+				// A step alone is one statement as it is.
+				if n, many = stepRecords(items[i:]), q.stepRound; n == 1 {
+					n = 0
+				}
+			}
+			if n > 0 {
+				if err := many(ctx, c, items[i:i+n]); err != nil {
 					// The statement failed whole, for a reason of one
-					// ack's or of the transaction's: every write runs
-					// again, these acks each with its own statement.
+					// write's or of the transaction's: every write runs
+					// again, these each with its own statement.
 					for _, it := range items[i : i+n] {
 						it.alone = true
 					}
@@ -545,8 +555,19 @@ func (it *roundItem) matched() {
 
 // plainAcks counts the plain done-acks at the start of items.
 func plainAcks(items []*roundItem) int {
+	return leading(items, func(it *roundItem) bool { return it.ack != nil })
+}
+
+// stepRecords counts the steps' records at the start of items.
+func stepRecords(items []*roundItem) int {
+	return leading(items, func(it *roundItem) bool { return it.step != nil })
+}
+
+// leading counts the items at the start of items that are of a kind, and
+// not to run alone.
+func leading(items []*roundItem, of func(*roundItem) bool) int {
 	n := 0
-	for n < len(items) && items[n].ack != nil && !items[n].alone {
+	for n < len(items) && of(items[n]) && !items[n].alone {
 		n++
 	}
 	return n
@@ -575,6 +596,46 @@ func (q *Queue) ackRound(ctx context.Context, c roundConn, items []*roundItem) e
 	for i, it := range sent {
 		if it.err = results[i]; it.err == nil {
 			it.matched()
+		}
+	}
+	return nil
+}
+
+// stepRound writes a round's steps' records in one statement (see
+// recordStepsOn), each fenced on its own lease and bounded by its own
+// job's records, and answered from the records the statement returns.
+// A step it did not record (its lease lost, its job's bounds reached, its
+// name recorded already, a second step of one job) is written alone, in
+// a savepoint, which says which: a rare case.
+func (q *Queue) stepRound(ctx context.Context, c roundConn, items []*roundItem) error {
+	var sent, alone []*roundItem
+	var steps []*stepWrite
+	jobs := make(map[int64]bool, len(items))
+	for _, it := range items {
+		switch it.err = it.ctx.Err(); {
+		case it.err != nil:
+		case jobs[it.step.lease.JobID]:
+			alone = append(alone, it)
+		default:
+			jobs[it.step.lease.JobID] = true
+			sent, steps = append(sent, it), append(steps, it.step)
+		}
+	}
+	recorded, err := q.recordStepsOn(ctx, c, steps)
+	if err != nil {
+		return err
+	}
+	for i, it := range sent {
+		if recorded[i] {
+			it.step.stored, it.step.inserted = it.step.result, true
+			it.matched()
+		} else {
+			alone = append(alone, it)
+		}
+	}
+	for _, it := range alone {
+		if err := q.savepointed(ctx, c.txConn, func() error { return it.run(c) }, &it.err); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -60,7 +60,7 @@ func (d *durable) requestPark(ctx context.Context, err error) error {
 		return err
 	}
 	b, _ := json.Marshal(parkRecord{Until: p.Until.UnixMilli(), Reason: p.Reason, Signal: p.Signal}) // always marshals
-	if _, err := d.q.recordStep(ctx, d.lease, parkName(d.lease), b); err != nil {
+	if _, _, err := d.q.recordStep(ctx, d.lease, parkName(d.lease), b); err != nil {
 		return err
 	}
 	return p

@@ -196,10 +196,11 @@ func (d *durable) await(ctx context.Context, name, at string, timeout time.Durat
 	if b, ok, err := d.recorded(ctx, outcome); err != nil || ok {
 		return decodeAwaited(b, err)
 	}
+	start := d.q.opts.Now()
 	b, got, err := d.q.consumeSignal(ctx, d.lease, name, outcome)
 	if err != nil || got {
 		if err == nil {
-			d.remember(outcome, b)
+			d.remember(outcome, b, start)
 			d.report(EventSignalReceived)
 		}
 		return decodeAwaited(b, d.failed(err))
@@ -216,7 +217,7 @@ func (d *durable) await(ctx context.Context, name, at string, timeout time.Durat
 		return nil, &ParkError{Until: until, Reason: ParkedSignal, Signal: name}
 	}
 	timedOut, _ := json.Marshal(awaited{TimedOut: true})
-	b, err = d.record(ctx, outcome, timedOut)
+	b, _, err = d.record(ctx, outcome, timedOut)
 	return decodeAwaited(b, err)
 }
 

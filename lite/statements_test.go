@@ -115,6 +115,7 @@ var statements = map[string]any{
 	"stepSQL":                 stepSQL,
 	"stepsSQL":                stepsSQL,
 	"recordStepSQL":           recordStepSQL,
+	"recordStepsSQL":          recordStepsSQL,
 	"ownsSQL":                 ownsSQL,
 	"parkLockSQL":             parkLockSQL,
 	"signalWaitsSQL":          signalWaitsSQL,
@@ -176,6 +177,7 @@ var onlyOn = map[string]engine{
 	"savepointSQL":       engineSQLite,   // a round of writes shares one transaction on SQLite only
 	"releaseSPSQL":       engineSQLite,
 	"rollbackSPSQL":      engineSQLite,
+	"recordStepsSQL":     engineSQLite, // steps gathered in a writer's round
 }
 
 // Statement is one of lite's statements in both dialects, for lite_test.

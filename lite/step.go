@@ -40,8 +40,8 @@ func RunStep[T any](ctx context.Context, name string, fn func(ctx context.Contex
 	if err != nil {
 		return zero, fmt.Errorf("step %q: %w", name, err)
 	}
-	stored, err := d.record(ctx, name, b)
-	if err == nil {
+	stored, inserted, err := d.record(ctx, name, b)
+	if inserted {
 		d.report(EventStep)
 	}
 	return decodeStep[T](name, stored, err)
@@ -61,6 +61,7 @@ func RunStepTx[T any](ctx context.Context, name string, fn func(ctx context.Cont
 		return decodeStep[T](name, recorded, err)
 	}
 	var stored []byte
+	start := d.q.opts.Now()
 	err = d.q.writeTx(ctx, d.q.sql(recordStepSQL), func(tx txConn) error {
 		v, err := fn(ctx, tx.tx)
 		if err != nil {
@@ -80,12 +81,12 @@ func RunStepTx[T any](ctx context.Context, name string, fn func(ctx context.Cont
 		return err
 	})
 	if record, ok, rest := keptRecord(err); ok {
-		d.remember(name, record)
+		d.remember(name, record, start)
 		return decodeStep[T](name, record, nil)
 	} else if err = rest; err != nil {
 		return zero, d.failed(fmt.Errorf("step %q: %w", name, lossOr(ctx, d.q.explainLoss(ctx, classify(err), d.lease))))
 	}
-	d.remember(name, stored)
+	d.remember(name, stored, start)
 	d.report(EventStep)
 	return decodeStep[T](name, stored, nil)
 }
