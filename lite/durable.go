@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // The bounds of what a job keeps of its steps (see RunStep): a handler that
@@ -191,8 +192,8 @@ func lossOr(ctx context.Context, err error) error {
 	return err
 }
 
-// CheckStepName refuses a step name that is empty, too long, or lite's
-// own: RunStep and RecordStep refuse it, and `lite step` before it runs
+// CheckStepName refuses a step name that is empty, too long, lite's own,
+// or not text (UTF-8 with no NUL): RunStep and RecordStep refuse it, and `lite step` before it runs
 // anything.
 func CheckStepName(name string) error {
 	switch {
@@ -202,8 +203,21 @@ func CheckStepName(name string) error {
 		return fmt.Errorf("step: %w: a name of %d bytes (at most %d)", ErrInvalid, len(name), MaxStepNameBytes)
 	case strings.HasPrefix(name, reservedStep):
 		return fmt.Errorf("step %q: %w: names beginning %q are lite's own", name, ErrInvalid, reservedStep)
+	case !isText(name):
+		return fmt.Errorf("step %q: %w: %s", name, ErrInvalid, notText)
 	}
 	return nil
+}
+
+// notText says why isText refused a name.
+const notText = "a name is text: UTF-8, with no NUL"
+
+// isText says whether name can be a step's or a signal's name on both
+// engines: PostgreSQL's text holds UTF-8 with no NUL, and a round's list
+// of steps (JSON) would turn any other byte into U+FFFD, recording the
+// step under a name it was not asked for.
+func isText(name string) bool {
+	return utf8.ValidString(name) && !strings.ContainsRune(name, 0)
 }
 
 // StepRecord is one recorded step of a job: what `lite show` lists.

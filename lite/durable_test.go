@@ -153,6 +153,26 @@ func TestRunStepRunsOncePerJob(t *testing.T) {
 			_, err := lite.RunStep(ctx, "lite:sleep#1", func(context.Context) (int, error) { return 1, nil })
 			is.True(errors.Is(err, lite.ErrInvalid))
 		})
+		t.Run("a name that is not text is refused, and so is such a signal or sleep", func(t *testing.T) {
+			is := is.New(t)
+			q, _ := e.mustOpen(t, newFakeClock())
+			id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+			job := mustLeaseOne(t, q, "default")
+			ctx := lite.HandlerContext(t.Context(), q, job.Lease(), func(error) {})
+			for _, name := range []string{"s\xff", "a\x00b"} {
+				ran := false
+				_, err := lite.RunStep(ctx, name, func(context.Context) (int, error) { ran = true; return 1, nil })
+				is.True(errors.Is(err, lite.ErrInvalid))
+				is.True(!ran)
+				_, err = q.RecordStep(t.Context(), job.Lease(), name, nil)
+				is.True(errors.Is(err, lite.ErrInvalid))
+				is.True(errors.Is(q.Signal(t.Context(), id, name, nil), lite.ErrInvalid))
+				_, err = lite.AwaitSignal(ctx, name, 0)
+				is.True(errors.Is(err, lite.ErrInvalid))
+				is.True(errors.Is(q.SleepLease(t.Context(), job.Lease(), name, time.Hour), lite.ErrInvalid))
+			}
+			is.Equal(stepsOf(t, q, id), 0)
+		})
 		t.Run("outside a handler it is refused", func(t *testing.T) {
 			is := is.New(t)
 			_, err := lite.RunStep(t.Context(), "s", func(context.Context) (int, error) { return 1, nil })

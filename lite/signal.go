@@ -283,5 +283,8 @@ func checkSignalName(name string) error {
 	if name == "" || len(name) > MaxStepNameBytes {
 		return fmt.Errorf("%w: a signal's name has 1 to %d bytes", ErrInvalid, MaxStepNameBytes)
 	}
+	if !isText(name) {
+		return fmt.Errorf("%w: %s", ErrInvalid, notText)
+	}
 	return nil
 }
