@@ -146,3 +146,32 @@ func TestArgumentsThatAreNotUTF8(t *testing.T) {
 	_, err := os.Stat(filepath.Join(dir, "x\ufffd.db"))
 	is.True(os.IsNotExist(err)) // no file made under the name the parser would have made of it
 }
+
+// TestAStepOfARunThatNoLongerHoldsItsJobRunsNothing: lite step checks
+// that its run holds the job before it runs the command, not only when it
+// records what the command printed: a script whose worker was frozen and
+// its job taken would do each step's work a second time.
+func TestAStepOfARunThatNoLongerHoldsItsJobRunsNothing(t *testing.T) {
+	t.Parallel()
+	is := is.New(t)
+	db := filepath.Join(t.TempDir(), "lite.db")
+	q, job := leaseOne(t, db)
+	side := filepath.Join(t.TempDir(), "side")
+	step := func(name string) result {
+		return asJobsCommand(t, db, job)("step", name, "--", "sh", "-c", `echo ran >> "$0"; echo out`, side)
+	}
+	r := step("a") // the run holds its job: the step runs and is recorded
+	is.Equal(r.code, 0)
+	is.Equal(r.stdout, "out\n")
+	_, err := q.ReleaseUnowned(t.Context(), job.ID)
+	is.NoErr(err)
+	for _, name := range []string{"a", "b"} { // recorded, and not
+		r := step(name)
+		is.Equal(r.code, 3)     // the lease-lost exit: stop
+		is.Equal(r.stdout, "") // not even a record
+		is.True(strings.Contains(r.stderr, "no longer holds the job"))
+	}
+	b, err := os.ReadFile(side)
+	is.NoErr(err)
+	is.Equal(string(b), "ran\n") // the first run's, alone
+}

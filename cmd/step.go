@@ -20,7 +20,7 @@ type stepCmd struct {
 }
 
 func (c *stepCmd) Help() string {
-	return `Run by a command of lite work: the first attempt of the job that gets here runs COMMAND, and if it exits 0 records its stdout (at most 1 MiB) as the step NAME and prints it; every later attempt prints the recorded stdout without running COMMAND. A COMMAND that fails records nothing, and lite step exits with its code. Only the run that holds the job records: once it no longer does, nothing is recorded and lite exits 3. See docs/durable.md.`
+	return `Run by a command of lite work: the first attempt of the job that gets here runs COMMAND, and if it exits 0 records its stdout (at most 1 MiB) as the step NAME and prints it; every later attempt prints the recorded stdout without running COMMAND. A COMMAND that fails records nothing, and lite step exits with its code. Only the run that holds the job runs a step: once it no longer does, lite step runs nothing, prints nothing and exits 3 (and a record the run makes after losing the job is refused the same way). See docs/durable.md.`
 }
 
 func (c *stepCmd) Validate(kctx *kong.Context) error {
@@ -45,9 +45,9 @@ func (c *stepCmd) Run(ctx context.Context, env Env, q *lite.Queue) error {
 	if err != nil {
 		return err
 	}
-	out, ok, err := q.StepResult(ctx, l.JobID, c.Name)
+	out, ok, err := q.LeaseStep(ctx, l, c.Name)
 	if err != nil {
-		return err
+		return leaseLostExit(l, err)
 	}
 	if !ok {
 		if out, err = c.runOnce(ctx, env, lite.DefaultMaxPayloadBytes); err != nil {

@@ -271,7 +271,7 @@ func (q *Queue) stepOn(ctx context.Context, c queryer, id int64, name string) (S
 	s := StepRecord{Name: name}
 	var at int64
 	err := c.QueryRowContext(ctx, q.sql(stepSQL), id, name).Scan(&s.Generation, &s.Result, &at)
-	s.RecordedAt = fromMillis(at)
+	s.RecordedAt, s.Result = fromMillis(at), nonNil(s.Result)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return s, false, nil
@@ -279,6 +279,43 @@ func (q *Queue) stepOn(ctx context.Context, c queryer, id int64, name string) (S
 		return s, false, fmt.Errorf("read step %q of job %d: %w", name, id, classify(err))
 	}
 	return s, true, nil
+}
+
+// nonNil is b, or an empty result for none: a record always has a result,
+// which SQLite's driver reads back as nil when it is empty, and
+// PostgreSQL's as empty.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// leaseStepSQL reads whether lease (id, generation) still holds its job,
+// and the job's record under name, in one read.
+var leaseStepSQL = stmt{
+	sqlite: `select j.generation = ?2 and j.state = 'running', s.job_id is not null, coalesce(s.result, x'')
+from lite_jobs j left join lite_steps s on s.job_id = j.id and s.name = ?3 where j.id = ?1`,
+	postgres: `select j.generation = $2 and j.state = 'running', s.job_id is not null, coalesce(s.result, ''::bytea)
+from lite_jobs j left join lite_steps s on s.job_id = j.id and s.name = $3 where j.id = $1`,
+}
+
+// LeaseStep returns the record of step name of lease l's job, and whether
+// it has one, for a process that runs the step for the lease (`lite
+// step`): once l no longer holds its job it returns a *LeaseLostError
+// (ErrLeaseLost) instead, record or not, and the step must not run. A
+// lease lost after this read is the record's to refuse (RecordStep).
+func (q *Queue) LeaseStep(ctx context.Context, l Lease, name string) ([]byte, bool, error) {
+	var held, ok bool
+	var result []byte
+	err := q.r.QueryRowContext(ctx, q.sql(leaseStepSQL), l.JobID, l.Generation, name).Scan(&held, &ok, &result)
+	switch {
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return nil, false, fmt.Errorf("read step %q of job %d: %w", name, l.JobID, classify(err))
+	case !held: // the job gone too
+		return nil, false, q.lossOf(ctx, l)
+	}
+	return nonNil(result), ok, nil
 }
 
 var stepsSQL = stmt{
@@ -301,15 +338,16 @@ func (q *Queue) Steps(ctx context.Context, id int64) ([]StepRecord, error) {
 		if err := rows.Scan(&s.Name, &s.Generation, &s.Result, &at); err != nil {
 			return nil, fmt.Errorf("steps of job %d: %w", id, err)
 		}
-		s.RecordedAt = fromMillis(at)
+		s.RecordedAt, s.Result = fromMillis(at), nonNil(s.Result)
 		steps = append(steps, s)
 	}
 	return steps, rows.Err()
 }
 
 // recordStepSQL records a step under the lease, within the job's bounds
-// (counted in one pass over the job's records); a step already recorded
-// is kept as it is (never overwritten). On PostgreSQL it locks the job's
+// (counted in one pass over the job's records, on PostgreSQL once the row
+// is locked: migration 0024); a step already recorded is kept as it is
+// (never overwritten). On PostgreSQL it locks the job's
 // row for the rest of its transaction, as an owner's update would: a
 // reclaim, a release or a cancel that comes while the record commits
 // waits for it, then finds the lease ended. An insert that only read the
@@ -327,8 +365,7 @@ on conflict (job_id, name) do nothing`,
     for no key update)
 insert into lite_steps (job_id, name, generation, result, recorded_at)
 select id, $1, generation, $2::bytea, $3 from owner
-where (select count(*) < ` + fmt.Sprint(MaxSteps) + ` and coalesce(sum(octet_length(result)), 0) + octet_length($2::bytea) <= ` + fmt.Sprint(MaxStepsBytes) + `
-    from lite_steps where job_id = $4)
+where lite_steps_room(owner.id, octet_length($2::bytea), ` + fmt.Sprint(MaxSteps) + `, ` + fmt.Sprint(MaxStepsBytes) + `)
 on conflict (job_id, name) do nothing`,
 }
 

@@ -171,6 +171,7 @@ func TestRunStepRunsOncePerJob(t *testing.T) {
 				is.True(errors.Is(err, lite.ErrInvalid))
 				is.True(errors.Is(q.SleepLease(t.Context(), job.Lease(), name, time.Hour), lite.ErrInvalid))
 			}
+			is.True(errors.Is(q.SleepLease(t.Context(), job.Lease(), "", time.Hour), lite.ErrInvalid))
 			is.Equal(stepsOf(t, q, id), 0)
 		})
 		t.Run("outside a handler it is refused", func(t *testing.T) {
@@ -486,6 +487,93 @@ func TestRunStepTxCommitsTheAppsRowsWithTheRecord(t *testing.T) {
 		var n int
 		is.NoErr(q.DB().QueryRowContext(t.Context(), `select count(*) from notes`).Scan(&n))
 		is.Equal(n, 1)
+	})
+}
+
+// TestAStepsBoundsCountWhatCommittedWhileItWaitedForItsRow: on
+// PostgreSQL a step's record locks its job's row first; steps of one run
+// that waited for that lock together (a run recording from several
+// goroutines) must each count what the others committed meanwhile.
+func TestAStepsBoundsCountWhatCommittedWhileItWaitedForItsRow(t *testing.T) {
+	e := onPostgres(t)
+	is := is.New(t)
+	ctx := t.Context()
+	q, _ := e.mustOpen(t, newFakeClock())
+	id := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+	job := mustLeaseOne(t, q, "default")
+	_, err := q.DB().ExecContext(ctx, `with recursive n(i) as (select 1 union all select i + 1 from n where i < $1)
+insert into lite_steps (job_id, name, generation, result, recorded_at) select $2, 'seed ' || i, 1, ''::bytea, 0 from n`,
+		lite.MaxSteps-1, id)
+	is.NoErr(err)
+	// The row held, so that the steps all wait for it, then let go.
+	holder, err := q.DB().BeginTx(ctx, nil)
+	is.NoErr(err)
+	var pid int
+	is.NoErr(holder.QueryRowContext(ctx, `select pg_backend_pid() from lite_jobs where id = $1 for no key update`, id).Scan(&pid))
+	const n = 4
+	results := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { _, results[i] = q.RecordStep(ctx, job.Lease(), fmt.Sprint("late ", i), nil) })
+	}
+	for waiting := 0; waiting < n; { // the first waits for the holder, the rest for the first
+		is.NoErr(q.DB().QueryRowContext(ctx, `with recursive blocked(pid) as (
+    select pid from pg_stat_activity where $1 = any(pg_blocking_pids(pid))
+    union select a.pid from pg_stat_activity a join blocked b on b.pid = any(pg_blocking_pids(a.pid)))
+select count(*) from blocked`, pid).Scan(&waiting))
+	}
+	is.NoErr(holder.Rollback())
+	wg.Wait()
+	recorded := 0
+	for _, err := range results {
+		if err == nil {
+			recorded++
+		} else {
+			is.True(errors.Is(err, lite.ErrStepsFull))
+		}
+	}
+	is.Equal(recorded, 1)
+	is.Equal(stepsOf(t, q, id), lite.MaxSteps)
+}
+
+// TestLeaseStepAnswersOnlyTheRunThatHoldsTheJob: `lite step` reads its
+// record, or learns it must run the step, with LeaseStep; a run that no
+// longer holds its job (released, or ended under the same lease) gets the
+// loss, not the record, and runs nothing.
+func TestLeaseStepAnswersOnlyTheRunThatHoldsTheJob(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e testEngine) {
+		is := is.New(t)
+		ctx := t.Context()
+		q, _ := e.mustOpen(t, newFakeClock())
+		released := mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+		mustEnqueue(t, q, lite.NewJob{Kind: "d"})
+		jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"default"}, Max: 2})
+		is.NoErr(err)
+		is.Equal(len(jobs), 2)
+		for _, j := range jobs {
+			_, err := q.RecordStep(ctx, j.Lease(), "a", nil)
+			is.NoErr(err)
+			b, ok, err := q.LeaseStep(ctx, j.Lease(), "a")
+			is.NoErr(err)
+			is.True(ok)
+			is.Equal(b, []byte{}) // an empty result, as on either engine
+			_, ok, err = q.LeaseStep(ctx, j.Lease(), "b")
+			is.NoErr(err)
+			is.True(!ok)
+		}
+		_, err = q.ReleaseUnowned(ctx, released)
+		is.NoErr(err)
+		is.Equal(mustLeaseOne(t, q, "default").ID, released) // running again, under a newer lease
+		is.NoErr(q.AckDone(ctx, jobs[1].Lease(), nil))       // the other ended under its own lease
+		for _, j := range jobs {
+			for _, name := range []string{"a", "b"} {
+				_, ok, err := q.LeaseStep(ctx, j.Lease(), name)
+				is.True(errors.Is(err, lite.ErrLeaseLost))
+				is.True(!ok)
+			}
+		}
+		_, _, err = q.LeaseStep(ctx, lite.Lease{JobID: 999, Generation: 1}, "a")
+		is.True(errors.Is(err, lite.ErrLeaseLost)) // a job that is gone
 	})
 }
 

@@ -34,8 +34,8 @@ func (q *Queue) outside(l Lease) *durable {
 // recorded wake time passed; else it records the park for the run (see
 // ParkRequested) and returns the *ParkError.
 func (q *Queue) SleepLease(ctx context.Context, l Lease, name string, d time.Duration) error {
-	if !isText(name) {
-		return fmt.Errorf("sleep %q: %w: %s", name, ErrInvalid, notText)
+	if name == "" || !isText(name) {
+		return fmt.Errorf("sleep %q: %w: a sleep's name is not empty, and %s", name, ErrInvalid, notText)
 	}
 	dur := q.outside(l)
 	err := dur.sleep(ctx, reservedStep+"sleep:"+name, func(now time.Time) time.Time { return now.Add(d) })

@@ -115,6 +115,7 @@ var statements = map[string]any{
 	"stepSQL":                 stepSQL,
 	"stepsSQL":                stepsSQL,
 	"recordStepSQL":           recordStepSQL,
+	"leaseStepSQL":            leaseStepSQL,
 	"recordStepsSQL":          recordStepsSQL,
 	"ownsSQL":                 ownsSQL,
 	"parkLockSQL":             parkLockSQL,
