@@ -42,10 +42,14 @@ type durable struct {
 	lost  context.CancelCauseFunc
 	// emit reports the run's steps and signals as its worker's events
 	// (see EventStep); nil outside a worker.
-	emit  func(Event)
-	job   *Job
-	mu    sync.Mutex
-	calls map[string]int
+	emit func(Event)
+	// fenced is set for a process that acts for a run it is not (a
+	// command of lite work): it keeps no records, and each lookup reads
+	// whether the lease still holds with the record (see LeaseStep).
+	fenced bool
+	job    *Job
+	mu     sync.Mutex
+	calls  map[string]int
 	// records holds the job's step records, read at the run's first
 	// lookup (nil until then) and added to as the run records: while its
 	// lease holds, only this run can record a step of the job, so a name
@@ -99,6 +103,9 @@ func (d *durable) next(what string) string {
 func (d *durable) recorded(ctx context.Context, name string) ([]byte, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, lossOr(ctx, context.Cause(ctx))
+	}
+	if d.fenced {
+		return d.q.LeaseStep(ctx, d.lease, name)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

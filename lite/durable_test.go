@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -172,6 +173,7 @@ func TestRunStepRunsOncePerJob(t *testing.T) {
 				is.True(errors.Is(q.SleepLease(t.Context(), job.Lease(), name, time.Hour), lite.ErrInvalid))
 			}
 			is.True(errors.Is(q.SleepLease(t.Context(), job.Lease(), "", time.Hour), lite.ErrInvalid))
+			is.True(errors.Is(q.SleepLease(t.Context(), job.Lease(), strings.Repeat("n", lite.MaxStepNameBytes+1), time.Hour), lite.ErrInvalid))
 			is.Equal(stepsOf(t, q, id), 0)
 		})
 		t.Run("outside a handler it is refused", func(t *testing.T) {
@@ -550,9 +552,22 @@ func TestLeaseStepAnswersOnlyTheRunThatHoldsTheJob(t *testing.T) {
 		jobs, err := q.Lease(ctx, lite.LeaseRequest{Queues: []string{"default"}, Max: 2})
 		is.NoErr(err)
 		is.Equal(len(jobs), 2)
+		for _, j := range jobs { // leased again: a job's first lease reads no records
+			_, err := q.ReleaseUnowned(ctx, j.ID)
+			is.NoErr(err)
+		}
+		jobs, err = q.Lease(ctx, lite.LeaseRequest{Queues: []string{"default"}, Max: 2})
+		is.NoErr(err)
+		is.Equal(len(jobs), 2)
 		for _, j := range jobs {
 			_, err := q.RecordStep(ctx, j.Lease(), "a", nil)
 			is.NoErr(err)
+			// A shell command's sleep and wait, recorded as it holds the job.
+			is.NoErr(q.SleepLease(ctx, j.Lease(), "s", 0))
+			is.NoErr(q.Signal(ctx, j.ID, "x", []byte("go")))
+			got, err := q.AwaitSignalLease(ctx, j.Lease(), "x", 0)
+			is.NoErr(err)
+			is.Equal(string(got), "go")
 			b, ok, err := q.LeaseStep(ctx, j.Lease(), "a")
 			is.NoErr(err)
 			is.True(ok)
@@ -571,6 +586,11 @@ func TestLeaseStepAnswersOnlyTheRunThatHoldsTheJob(t *testing.T) {
 				is.True(errors.Is(err, lite.ErrLeaseLost))
 				is.True(!ok)
 			}
+			// Recorded, but not for a run that lost its job.
+			is.True(errors.Is(q.SleepLease(ctx, j.Lease(), "s", 0), lite.ErrLeaseLost))
+			got, err := q.AwaitSignalLease(ctx, j.Lease(), "x", 0)
+			is.True(errors.Is(err, lite.ErrLeaseLost))
+			is.Equal(got, []byte(nil))
 		}
 		_, _, err = q.LeaseStep(ctx, lite.Lease{JobID: 999, Generation: 1}, "a")
 		is.True(errors.Is(err, lite.ErrLeaseLost)) // a job that is gone

@@ -23,9 +23,13 @@ type parkRecord struct {
 }
 
 // outside is the durable view of lease l for a process that does not
-// hold it (a command of `lite work`): its lost lease is its error alone.
+// hold it (a command of `lite work`): its lost lease is its error alone,
+// and each lookup checks the lease, so that a command of a run that lost
+// its job gets ErrLeaseLost, not a record.
 func (q *Queue) outside(l Lease) *durable {
-	return newDurable(q, l, func(error) {})
+	d := newDurable(q, l, func(error) {})
+	d.fenced = true
+	return d
 }
 
 // SleepLease is Sleep for a process that does not hold lease l itself
@@ -34,8 +38,8 @@ func (q *Queue) outside(l Lease) *durable {
 // recorded wake time passed; else it records the park for the run (see
 // ParkRequested) and returns the *ParkError.
 func (q *Queue) SleepLease(ctx context.Context, l Lease, name string, d time.Duration) error {
-	if name == "" || !isText(name) {
-		return fmt.Errorf("sleep %q: %w: a sleep's name is not empty, and %s", name, ErrInvalid, notText)
+	if name == "" || len(name) > MaxStepNameBytes || !isText(name) {
+		return fmt.Errorf("sleep %q: %w: a sleep's name is text (UTF-8, no NUL) of 1 to %d bytes", name, ErrInvalid, MaxStepNameBytes)
 	}
 	dur := q.outside(l)
 	err := dur.sleep(ctx, reservedStep+"sleep:"+name, func(now time.Time) time.Time { return now.Add(d) })
