@@ -271,11 +271,8 @@ func TestARoundsPlainAcksKeepEachItsOwnResult(t *testing.T) {
 	q, _ := mustOpen(t, clock)
 	const n = 9
 	jobs := mustLeaseNew(t, q, n)
-	stale := jobs[2].Lease() // its job is released and leased again: the successor's
-	_, err := q.ReleaseUnowned(ctx, stale.JobID)
-	is.NoErr(err)
-	successor := mustLeaseOne(t, q, "q")
-	is.Equal(successor.ID, stale.JobID)
+	stale := jobs[2].Lease()
+	successor := leasedAgain(t, q, stale)
 	twice := jobs[5].Lease() // acked already, under the same generation
 	is.NoErr(q.AckDone(ctx, twice, []byte("first")))
 	running, done := mustGet(t, q, stale.JobID), mustGet(t, q, twice.JobID)
@@ -341,6 +338,20 @@ begin select raise(abort, 'the app refused'); end`)
 	}
 }
 
+// leasedAgain releases stale's job and leases it again: the successor's,
+// which it returns.
+func leasedAgain(t *testing.T, q *lite.Queue, stale lite.Lease) *lite.Job {
+	t.Helper()
+	if _, err := q.ReleaseUnowned(t.Context(), stale.JobID); err != nil {
+		t.Fatal(err)
+	}
+	successor := mustLeaseOne(t, q, "q")
+	if successor.ID != stale.JobID {
+		t.Fatalf("leased job %d again, not %d", successor.ID, stale.JobID)
+	}
+	return successor
+}
+
 // mustLeaseNew enqueues n jobs to queue q and leases them all.
 func mustLeaseNew(t *testing.T, q *lite.Queue, n int) []*lite.Job {
 	t.Helper()
@@ -364,13 +375,10 @@ func TestARoundsStepsKeepEachItsOwnResult(t *testing.T) {
 	q := mustOpenOpts(t, filepath.Join(t.TempDir(), "lite.db"), lite.Options{Now: clock.Now, MaxPayloadBytes: lite.MaxStepsBytes})
 	const n = 9
 	jobs := mustLeaseNew(t, q, n)
-	stale := jobs[1].Lease() // its job is released and leased again: the successor's
-	_, err := q.ReleaseUnowned(ctx, stale.JobID)
-	is.NoErr(err)
-	successor := mustLeaseOne(t, q, "q")
-	is.Equal(successor.ID, stale.JobID)
+	stale := jobs[1].Lease()
+	leasedAgain(t, q, stale)
 	recordedBefore := jobs[2].Lease()
-	_, err = q.RecordStep(ctx, recordedBefore, "s", []byte("first"))
+	_, err := q.RecordStep(ctx, recordedBefore, "s", []byte("first"))
 	is.NoErr(err)
 	full := jobs[3].Lease() // 10 bytes short of its bound
 	_, err = q.RecordStep(ctx, full, "big", make([]byte, lite.MaxStepsBytes-10))
