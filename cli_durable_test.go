@@ -167,7 +167,7 @@ func TestAStepOfARunThatNoLongerHoldsItsJobRunsNothing(t *testing.T) {
 	is.NoErr(err)
 	for _, name := range []string{"a", "b"} { // recorded, and not
 		r := step(name)
-		is.Equal(r.code, 3)     // the lease-lost exit: stop
+		is.Equal(r.code, 3)    // the lease-lost exit: stop
 		is.Equal(r.stdout, "") // not even a record
 		is.True(strings.Contains(r.stderr, "no longer holds the job"))
 	}
