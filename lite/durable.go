@@ -200,8 +200,8 @@ func lossOr(ctx context.Context, err error) error {
 }
 
 // CheckStepName refuses a step name that is empty, too long, lite's own,
-// or not text (UTF-8 with no NUL): RunStep and RecordStep refuse it, and `lite step` before it runs
-// anything.
+// or not text (UTF-8 with no NUL): RunStep and RecordStep refuse it, and
+// `lite step` before it runs anything.
 func CheckStepName(name string) error {
 	switch {
 	case name == "":
@@ -354,12 +354,12 @@ func (q *Queue) Steps(ctx context.Context, id int64) ([]StepRecord, error) {
 // recordStepSQL records a step under the lease, within the job's bounds
 // (counted in one pass over the job's records, on PostgreSQL once the row
 // is locked: migration 0024); a step already recorded is kept as it is
-// (never overwritten). On PostgreSQL it locks the job's
-// row for the rest of its transaction, as an owner's update would: a
-// reclaim, a release or a cancel that comes while the record commits
-// waits for it, then finds the lease ended. An insert that only read the
-// row did so in its snapshot, and its record could land after the lease
-// it names had ended. On SQLite the file's write lock orders them.
+// (never overwritten). On PostgreSQL it locks the job's row for the rest
+// of its transaction, as an owner's update would: a reclaim, a release or
+// a cancel that comes while the record commits waits for it, then finds
+// the lease ended. An insert that only read the row did so in its
+// snapshot, and its record could land after the lease it names had
+// ended. On SQLite the file's write lock orders them.
 var recordStepSQL = stmt{
 	sqlite: `insert into lite_steps (job_id, name, generation, result, recorded_at)
 select id, ?1, generation, ?2, ?3 from lite_jobs
